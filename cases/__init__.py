@@ -1,0 +1,36 @@
+"""The task library: case records, loading and validation, table helpers, family-disjoint splits.
+
+``cases`` imports nothing else of the project. The shipped cases live in ``cases/data/`` and
+are written by ``python -m cases.generate`` from the seeded generators in ``cases.generators``.
+"""
+from cases.case import NOT_AVAILABLE, Case, Table
+from cases.loader import CaseError, family_from_filename, load_cases
+from cases.splits import (
+    SplitError,
+    default_split_sizes,
+    load_split_manifest,
+    make_cv_folds,
+    make_splits,
+    split_manifest,
+)
+from cases.tables import cell_diff, is_table, render_table, table_shape, tables_equal
+
+__all__ = [
+    "NOT_AVAILABLE",
+    "Case",
+    "CaseError",
+    "SplitError",
+    "Table",
+    "cell_diff",
+    "default_split_sizes",
+    "family_from_filename",
+    "is_table",
+    "load_cases",
+    "load_split_manifest",
+    "make_cv_folds",
+    "make_splits",
+    "render_table",
+    "split_manifest",
+    "table_shape",
+    "tables_equal",
+]

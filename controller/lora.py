@@ -1,0 +1,299 @@
+"""The LoRA controller policy: a causal LM, tuned with LoRA, picks the next action from the state.
+
+The model reads the rendered visible state (``controller/state.py``) followed by ``"\\nAction:"``
+and scores each valid action by the log-probability of its tokens as the continuation
+(``controller/lora_scoring.py``). Training minimises the cross-entropy of the labelled action
+under a softmax restricted to that state's valid actions, weighted per example. Choosing is the
+argmax of the same scores, so the policy never returns an invalid action.
+
+Simplifications, stated:
+* Examples with a single valid action carry no signal (their loss is identically zero) and are
+  dropped from training; no trainable example left raises ``ValueError``. One label class is
+  fine: the policy then learns to prefer it.
+* The loss is ``sum(w_i * nll_i) / (n_batch * mean_w)``, ``mean_w`` over the whole training set,
+  so a weight is relative importance and the weights' scale does not change the step size.
+* Prompts longer than ``max_length`` keep their last tokens (the latest round and the cue).
+* The default base is a tiny random Qwen3.5-architecture model (``tracegen.tiny_model``): it knows
+  no language, so the adapter learns the mapping from scratch. ``base_model`` swaps in a real one.
+
+On CPU a training run is deterministic for a seed: the RNG is forked and seeded, batches come
+from a seeded generator, and deterministic algorithms are on for the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from controller.lora_scoring import (ACTIONS, action_token_ids, ensure_pad_token,
+                                     render_tokens_estimate, score_actions)
+
+__all__ = ["LoraPolicyConfig", "PolicyExample", "LoraPolicy", "train_lora_policy",
+           "render_tokens_estimate", "ACTIONS"]
+
+POLICY_JSON = "lora_policy.json"
+# Projection names across common decoder archs (Qwen3.5 attention + gated DeltaNet, Llama, Qwen3).
+_TARGET_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+                 "in_proj_qkv", "in_proj_z", "out_proj")
+
+
+@dataclass
+class LoraPolicyConfig:
+    base_model: str | None = field(default=None, metadata={
+        "help": "path to a local HF causal LM; None builds the tiny Qwen3.5-architecture model"})
+    cache_dir: str = field(default="reports/cache/tiny_base", metadata={
+        "help": "where the tiny default base is built (reused when already there)"})
+    max_steps: int = field(default=120, metadata={"help": "optimizer steps"})
+    learning_rate: float = field(default=2e-3, metadata={
+        "help": "AdamW peak learning rate (high because the tiny base starts from random)"})
+    batch_size: int = field(default=16, metadata={"help": "examples per micro-batch"})
+    grad_accum: int = field(default=1, metadata={"help": "micro-batches per optimizer step"})
+    max_length: int = field(default=256, metadata={"help": "max tokens per scored sequence"})
+    lora_r: int = field(default=8, metadata={"help": "LoRA rank"})
+    lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling numerator"})
+    lora_dropout: float = field(default=0.05, metadata={"help": "dropout on the LoRA input"})
+    seed: int = field(default=0, metadata={"help": "seed for LoRA init, batch order, shuffling"})
+    device: str = field(default="auto", metadata={"help": "'auto' (cuda if available), 'cpu', 'cuda'"})
+    eval_batch_size: int = field(default=64, metadata={"help": "prompts per scoring batch"})
+    shuffle_labels: bool = field(default=False, metadata={
+        "help": "the shuffled-label control: permute labels across examples before training"})
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1 or self.batch_size < 1 or self.grad_accum < 1:
+            raise ValueError("max_steps, batch_size and grad_accum must be >= 1")
+        if self.max_length < 8:
+            raise ValueError("max_length must be >= 8")
+
+
+@dataclass(frozen=True)
+class PolicyExample:
+    prompt: str  # the rendered visible state (plain text, written by controller/state.py)
+    valid_actions: tuple[str, ...]  # subset of ACTIONS
+    label: str  # the target action, one of valid_actions
+    weight: float = 1.0
+
+
+# ---------------------------------------------------------------- base model and labels
+
+def _device(name: str) -> str:
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return name
+
+
+def _load_base(base_path: str, device: str) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(base_path)
+    ensure_pad_token(tok)
+    # bf16 on GPU for real bases; fp32 on CPU, where bf16 is slow and less reproducible
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype).to(device)
+    return model, tok
+
+
+def _resolve_base(config: LoraPolicyConfig) -> tuple[str, bool]:
+    """(path, is_tiny): the configured base, or the tiny default built under cache_dir."""
+    if config.base_model:
+        return config.base_model, False
+    from tracegen.tiny_model import build_tiny_model
+
+    return build_tiny_model(config.cache_dir), True
+
+
+def _target_modules(model: Any) -> list[str]:
+    import torch
+
+    names = {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    found = sorted(names & set(_TARGET_NAMES))
+    if not found:  # an unfamiliar arch: every linear layer except the output head
+        found = sorted(names - {"lm_head"})
+    return found
+
+
+def shuffle_labels(examples: Sequence[PolicyExample], seed: int) -> list[PolicyExample]:
+    """The shuffled-label control: each example takes the label of a permuted partner.
+
+    A partner label that is invalid here keeps its meaning where it can: a tool action (WRITE,
+    FIX, PROGRAM) becomes this state's tool action, since every state offers DIRECT plus at most
+    one; otherwise a seeded choice among this example's valid actions.
+    """
+    rng = random.Random(seed)
+    perm = list(range(len(examples)))
+    rng.shuffle(perm)
+    out = []
+    for ex, j in zip(examples, perm):
+        src = examples[j].label
+        if src in ex.valid_actions:
+            label = src
+        else:
+            tools = [a for a in ex.valid_actions if a != "DIRECT"]
+            label = rng.choice(tools if (src != "DIRECT" and tools) else list(ex.valid_actions))
+        out.append(PolicyExample(ex.prompt, ex.valid_actions, label, ex.weight))
+    return out
+
+
+def _check_examples(examples: Sequence[PolicyExample]) -> list[PolicyExample]:
+    for ex in examples:
+        if not ex.valid_actions or any(a not in ACTIONS for a in ex.valid_actions):
+            raise ValueError(f"valid_actions {ex.valid_actions!r} must be a subset of {ACTIONS}")
+        if ex.label not in ex.valid_actions:
+            raise ValueError(f"label {ex.label!r} is not among valid_actions {ex.valid_actions!r}")
+        if not ex.weight >= 0:
+            raise ValueError(f"example weight must be >= 0, got {ex.weight!r}")
+    kept = [ex for ex in examples if len(ex.valid_actions) > 1 and ex.weight > 0]
+    if not kept:
+        raise ValueError("no trainable examples: need at least one with two or more valid "
+                         "actions and a positive weight")
+    return kept
+
+
+# ---------------------------------------------------------------- training
+
+def train_lora_policy(
+    examples: Sequence[PolicyExample],
+    config: LoraPolicyConfig,
+    out_dir: str,
+    *,
+    progress: bool = True,
+) -> "LoraPolicy":
+    """Train a LoRA adapter on ``examples``, save it to ``out_dir``, return the loaded policy.
+
+    Raises ValueError on invalid examples or when none is trainable (see module docstring).
+    """
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from tqdm.auto import tqdm
+
+    data = _check_examples(examples)
+    if config.shuffle_labels:
+        data = shuffle_labels(data, config.seed)
+    base_path, is_tiny = _resolve_base(config)
+    device = _device(config.device)
+    t0 = time.perf_counter()
+    mean_w = sum(ex.weight for ex in data) / len(data)
+    losses: list[float] = []
+
+    prev_det = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        with torch.random.fork_rng(devices=[]):  # seed without disturbing the caller's RNG
+            torch.manual_seed(config.seed)
+            model, tok = _load_base(base_path, device)
+            act_ids = action_token_ids(tok)
+            lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
+                              lora_dropout=config.lora_dropout, task_type="CAUSAL_LM",
+                              target_modules=_target_modules(model))
+            model = get_peft_model(model, lora)
+            params = [p for p in model.parameters() if p.requires_grad]
+            opt = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=0.0)
+            warmup = max(1, config.max_steps // 20)
+            # short linear warmup, then linear decay to zero
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(
+                (s + 1) / warmup, max(0.0, (config.max_steps - s) / max(1, config.max_steps - warmup))))
+            gen = torch.Generator().manual_seed(config.seed)
+            order: list[int] = []
+            model.train()
+            bar = tqdm(range(config.max_steps), desc="lora policy", disable=not progress)
+            for _ in bar:
+                step_loss = 0.0
+                for _ in range(config.grad_accum):
+                    if len(order) < config.batch_size:  # refill with a fresh seeded epoch
+                        order += torch.randperm(len(data), generator=gen).tolist()
+                    batch = [data[i] for i in order[:config.batch_size]]
+                    del order[:config.batch_size]
+                    scores = score_actions(model, tok, act_ids, [ex.prompt for ex in batch],
+                                           [ex.valid_actions for ex in batch], config.max_length)
+                    nll = torch.stack([
+                        -torch.log_softmax(s, -1)[ex.valid_actions.index(ex.label)] * ex.weight
+                        for s, ex in zip(scores, batch)])
+                    loss = nll.sum() / (len(batch) * mean_w * config.grad_accum)
+                    loss.backward()
+                    step_loss += loss.item()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                opt.step()
+                sched.step()
+                opt.zero_grad(set_to_none=True)
+                losses.append(step_loss)
+                bar.set_postfix(loss=f"{step_loss:.3f}")
+            model.eval()
+    finally:
+        torch.use_deterministic_algorithms(prev_det)
+
+    train_s = time.perf_counter() - t0
+    model.save_pretrained(out_dir)
+    meta = dict(config=asdict(config), base_model=os.path.abspath(base_path), tiny_base=is_tiny,
+                n_examples=len(examples), n_trained=len(data),
+                label_counts=dict(Counter(ex.label for ex in data)),
+                final_loss=sum(losses[-10:]) / len(losses[-10:]), train_s=round(train_s, 3))
+    with open(os.path.join(out_dir, POLICY_JSON), "w", encoding="utf-8") as fh:
+        json.dump(meta, fh, indent=1, sort_keys=True)
+    return LoraPolicy(model, tok, config, meta)
+
+
+# ---------------------------------------------------------------- the policy
+
+class LoraPolicy:
+    """A trained adapter on its base; scores and chooses actions for batches of states."""
+
+    def __init__(self, model: Any, tokenizer: Any, config: LoraPolicyConfig, meta: dict) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.config = config
+        self.meta = meta  # what lora_policy.json holds: config, base path, counts, train time
+        self._act_ids = action_token_ids(tokenizer)
+
+    def scores(self, prompts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[dict[str, float]]:
+        """Log-probs of each valid action as the continuation of each prompt."""
+        import torch
+
+        if len(prompts) != len(valid_actions):
+            raise ValueError(f"{len(prompts)} prompts but {len(valid_actions)} valid-action lists")
+        out: list[dict[str, float]] = []
+        n = self.config.eval_batch_size
+        self.model.eval()
+        with torch.inference_mode():
+            for i in range(0, len(prompts), n):
+                va = [tuple(v) for v in valid_actions[i:i + n]]
+                got = score_actions(self.model, self.tokenizer, self._act_ids, list(prompts[i:i + n]),
+                                    va, self.config.max_length)
+                out += [dict(zip(v, s.tolist())) for v, s in zip(va, got)]
+        return out
+
+    def choose(self, prompts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[str]:
+        """The highest-scoring valid action per prompt (ties go to the first listed)."""
+        return [max(s, key=s.__getitem__) for s in self.scores(prompts, valid_actions)]
+
+    @classmethod
+    def load(cls, adapter_dir: str, config: LoraPolicyConfig) -> "LoraPolicy":
+        """Reload a saved adapter onto its base.
+
+        The base is ``config.base_model`` when set, else the one recorded at training; a recorded
+        tiny base that has since been removed is rebuilt under ``config.cache_dir`` (the build is
+        deterministic). Scoring settings come from ``config``.
+        """
+        from peft import PeftModel
+
+        path = os.path.join(adapter_dir, POLICY_JSON)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                meta = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: not a saved LoRA policy ({exc})") from None
+        base = config.base_model or meta["base_model"]
+        if not config.base_model and meta.get("tiny_base") and not os.path.isdir(base):
+            base, _ = _resolve_base(config)
+        model, tok = _load_base(base, _device(config.device))
+        model = PeftModel.from_pretrained(model, adapter_dir)
+        model.eval()
+        return cls(model, tok, config, meta)
+

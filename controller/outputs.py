@@ -1,0 +1,61 @@
+"""Writing a run's derived outputs: every file goes to a temporary name and is renamed into place,
+so a reader (or a crash) never sees half a file."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+
+PREDICTION_KEYS = ("policy", "split", "case_id", "family", "actions", "source", "correct")
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path, obj) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def write_predictions(out_dir: str | Path, outcomes_by_policy: dict[str, list[dict]]) -> list[str]:
+    """One JSONL per policy, one row per (policy, case)."""
+    written = []
+    for policy, outs in outcomes_by_policy.items():
+        rows = [{k: o[k] for k in PREDICTION_KEYS} | {
+            "program_generations": o["program_generations"], "repair_actions": o["repair_actions"]} for o in outs]
+        path = Path(out_dir) / f"{policy}.jsonl"
+        atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        written.append(str(path))
+    return written
+
+
+def versions() -> dict:
+    """Package versions and the git commit, so a summary says what produced it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for pkg in ("torch", "transformers", "peft", "scikit-learn", "scipy", "statsmodels", "vllm"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = None
+    try:
+        out["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                           cwd=Path(__file__).parent, timeout=5).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        out["git_commit"] = None
+    return out

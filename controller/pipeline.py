@@ -1,0 +1,272 @@
+"""One run, end to end: cases -> splits -> traces -> controllers -> reports.
+
+``run(cfg)`` is what the CLI calls. Everything that can be checked before spending compute
+(flags, case files, split requests, an existing trace file, a resumed run's configuration) is
+checked first; a problem raises ``UsageError`` with one line and nothing is written.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from cases import CaseError, SplitError, default_split_sizes, load_cases, load_split_manifest, make_splits, split_manifest
+from tracegen.backends import BackendConfig, available_backends
+from tracegen.records import TraceFileError, read_traces, repair_torn_tail
+from tracegen.rollout import RolloutConfig
+
+from .experiment import ExperimentConfig, run_experiment
+from .outputs import atomic_write_json, versions, write_predictions
+
+
+class UsageError(Exception):
+    """Bad input: the CLI prints the one-line message and exits with status 2."""
+
+
+@dataclass
+class RunConfig:
+    root: str = "."
+    cases: str | None = None  # default: the shipped library under cases/data
+    generate_traces: bool = False
+    resume: bool = False
+    force: bool = False
+    tag: str | None = None
+    limit_total: int | None = None
+    cases_per_family: int | None = None
+    split_seed: int = 0
+    test_families: int | None = None
+    dev_families: int | None = None
+    split_manifest: str | None = None
+    workers: int = 2
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
+
+
+# ---- paths ----------------------------------------------------------------------------------
+
+def _reports(cfg: RunConfig) -> Path:
+    return Path(cfg.root) / "reports"
+
+
+def trace_path(cfg: RunConfig) -> Path:
+    return _reports(cfg) / (f"fresh_traces_{cfg.tag}.jsonl" if cfg.tag else "fresh_traces.jsonl")
+
+
+def _run_config_path(cfg: RunConfig) -> Path:
+    return _reports(cfg) / (f"run_config_{cfg.tag}.json" if cfg.tag else "run_config.json")
+
+
+# ---- inputs ---------------------------------------------------------------------------------
+
+def default_cases_dir() -> str:
+    return str(Path(__file__).resolve().parent.parent / "cases" / "data")
+
+
+def select_cases(cases, cases_per_family: int | None, limit_total: int | None):
+    """Keep the first k cases of each family, then the first N dealt round-robin over families."""
+    fams: dict[str, list] = {}
+    for c in cases:
+        fams.setdefault(c.family, []).append(c)
+    if cases_per_family is not None:
+        fams = {f: cs[:cases_per_family] for f, cs in fams.items()}
+    if limit_total is None:
+        return [c for cs in fams.values() for c in cs]
+    order, depth = [], 0
+    while len(order) < limit_total and any(depth < len(cs) for cs in fams.values()):
+        order += [cs[depth] for cs in fams.values() if depth < len(cs)][: limit_total - len(order)]
+        depth += 1
+    keep = {c.case_id for c in order}
+    return [c for c in cases if c.case_id in keep]
+
+
+def _case_set_digest(cases) -> str:
+    h = hashlib.sha256()
+    for c in cases:
+        h.update(json.dumps([c.case_id, c.input_table, c.output_table, c.test_table, c.test_answer]).encode())
+    return h.hexdigest()[:16]
+
+
+def trace_config(cfg: RunConfig, cases) -> dict:
+    """The settings that change traces: resuming under different ones is refused."""
+    b = cfg.backend
+    return {"backend": b.name, "model": b.model, "temperature": b.temperature, "top_p": b.top_p, "seed": b.seed,
+            "max_new_tokens": b.max_new_tokens, "enable_thinking": b.enable_thinking,
+            "synth_write_nodes": b.synth_write_nodes, "synth_fix_nodes": b.synth_fix_nodes,
+            "max_repairs": cfg.rollout.max_repairs, "exec_timeout_s": cfg.rollout.exec_timeout_s,
+            "memory_mb": cfg.rollout.memory_mb, "split_seed": cfg.split_seed,
+            "case_set": _case_set_digest(cases), "n_cases": len(cases)}
+
+
+def check_flags(cfg: RunConfig) -> None:
+    b, r, e = cfg.backend, cfg.rollout, cfg.experiment
+    if b.name not in available_backends():
+        raise UsageError(f"--backend: unknown backend {b.name!r}; choose one of {', '.join(available_backends())}")
+    for flag, val in (("--max-repairs", r.max_repairs), ("--dagger-iters", e.dagger_iters),
+                      ("--cv-folds", e.cv_folds)):
+        if val < 0:
+            raise UsageError(f"{flag}: must be >= 0, got {val}")
+    for flag, val in (("--exec-timeout", r.exec_timeout_s), ("--workers", cfg.workers), ("--wave-size", r.wave_size),
+                      ("--limit-total", cfg.limit_total or 1), ("--cases-per-family", cfg.cases_per_family or 1)):
+        if val <= 0:
+            raise UsageError(f"{flag}: must be > 0, got {val}")
+    if e.cv_folds == 1:
+        raise UsageError("--cv-folds: needs at least 2 folds (or 0 to turn cross-validation off)")
+    if e.cost not in ("generations", "tokens"):
+        raise UsageError(f"--cost: unknown cost model {e.cost!r}; use generations or tokens")
+    if e.lora is not None and e.lora.base_model is not None:
+        p = Path(e.lora.base_model)
+        if not (p / "config.json").is_file():
+            raise UsageError(f"--policy-model: {p} holds no model (no config.json there)")
+    if cfg.resume and not cfg.generate_traces:
+        raise UsageError("--resume: only meaningful with --generate-traces")
+
+
+def _splits(cfg: RunConfig, cases, sandbox_factory, log) -> tuple[dict, dict]:
+    families = sorted({c.family for c in cases})
+    if cfg.split_manifest:
+        try:
+            split_families = load_split_manifest(cfg.split_manifest)
+        except SplitError as err:
+            raise UsageError(str(err)) from None
+        missing = sorted(set(families) - {f for fs in split_families.values() for f in fs})
+        if missing:
+            raise UsageError(f"--split-manifest {cfg.split_manifest}: no split for families {', '.join(missing[:5])}")
+        return split_families, {"source": cfg.split_manifest}
+    n_test, n_dev = default_split_sizes(len(families))
+    n_test = cfg.test_families if cfg.test_families is not None else n_test
+    n_dev = cfg.dev_families if cfg.dev_families is not None else n_dev
+    if n_test + n_dev >= len(families):
+        raise UsageError(f"--test-families/--dev-families: {n_test} test + {n_dev} dev families leave no training "
+                         f"family out of {len(families)}")
+    log(f"probing headroom on {len(cases)} cases with the built-in synthesizer ...")
+    with sandbox_factory() as sb:
+        from tracegen.probe import probe_headroom
+
+        headroom = probe_headroom(cases, sb, cfg.backend, cfg.rollout)
+    try:
+        split_families = make_splits(families, n_test=n_test, n_dev=n_dev, seed=cfg.split_seed, headroom=headroom)
+    except SplitError as err:
+        raise UsageError(f"--test-families/--dev-families: {err}") from None
+    return split_families, {"headroom": headroom, "n_test": n_test, "n_dev": n_dev}
+
+
+# ---- traces ---------------------------------------------------------------------------------
+
+def _prepare_trace_file(cfg: RunConfig, tcfg: dict, log) -> frozenset[str]:
+    """Check a resumed run's configuration; back up an old trace file a fresh run would replace."""
+    path, cpath = trace_path(cfg), _run_config_path(cfg)
+    if cfg.resume and path.exists():
+        if cpath.exists() and not cfg.force:
+            old = json.loads(cpath.read_text())["trace_config"]
+            diffs = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in tcfg.items() if old.get(k) != v]
+            if diffs:
+                raise UsageError(f"--resume: {path} was made with other settings ({'; '.join(diffs)}); "
+                                 "pass --force to continue it anyway")
+        dropped = repair_torn_tail(path)
+        if dropped:
+            log(f"{path}: dropped a torn last line ({dropped} bytes) left by an interrupted run")
+        try:
+            return frozenset(r["case_id"] for r in read_traces(path, validate=False, warn=log))
+        except TraceFileError as err:
+            raise UsageError(str(err)) from None
+    if path.exists() and path.stat().st_size:
+        backup = path.with_suffix(f".{time.strftime('%Y%m%d-%H%M%S')}.bak")
+        shutil.move(str(path), backup)
+        log(f"{path} existed: moved it to {backup.name} (use --resume to continue a run instead)")
+    return frozenset()
+
+
+def _generate(cfg: RunConfig, cases, split_of, tcfg, done, log) -> dict:
+    from sandbox import Sandbox
+    from tracegen.backends import get_backend
+    from tracegen.rollout import rollout
+
+    atomic_write_json(_run_config_path(cfg), {"trace_config": tcfg, "backend": asdict(cfg.backend),
+                                              "rollout": asdict(cfg.rollout)})
+    backend = get_backend(cfg.backend)
+    if cfg.backend.cache_dir:
+        from tracegen.backends.cache import CachedBackend
+
+        backend = CachedBackend(backend, cfg.backend.cache_dir)
+    with backend, Sandbox(workers=cfg.workers) as sb:
+        return rollout(cases, split_of, backend, sb, trace_path(cfg), cfg.rollout, done_ids=done)
+
+
+# ---- the run --------------------------------------------------------------------------------
+
+def run(cfg: RunConfig, log=print) -> dict:
+    t0 = time.monotonic()
+    check_flags(cfg)
+    cases_dir = cfg.cases or default_cases_dir()
+    try:
+        all_cases = load_cases(cases_dir)
+    except CaseError as err:
+        raise UsageError(f"--cases: {err}") from None
+    cases = select_cases(all_cases, cfg.cases_per_family, cfg.limit_total)
+    tcfg = trace_config(cfg, cases)
+    path = trace_path(cfg)
+    if not cfg.generate_traces and not path.exists():
+        raise UsageError(f"{path}: no traces yet; pass --generate-traces")
+
+    from sandbox import Sandbox
+
+    manifest = _reports(cfg) / "split_manifest.json"
+    if cfg.resume and not cfg.split_manifest and manifest.exists() and path.exists():
+        cfg.split_manifest = str(manifest)  # a resumed run keeps its split
+    split_families, split_info = _splits(cfg, cases, lambda: Sandbox(workers=cfg.workers), log)
+    done = _prepare_trace_file(cfg, tcfg, log) if cfg.generate_traces else frozenset()
+    split_of_family = {f: s for s, fs in split_families.items() for f in fs}
+    split_of = {c.case_id: split_of_family.get(c.family, "unassigned") for c in cases}
+    counts = {s: sum(1 for c in cases if split_of[c.case_id] == s) for s in ("train", "dev", "test")}
+    atomic_write_json(manifest, split_manifest(
+        split_families, seed=cfg.split_seed, sizes={s: len(f) for s, f in split_families.items()},
+        headroom=split_info.get("headroom", []), case_counts=counts))
+    timing = {}
+    if cfg.generate_traces:
+        log(f"tracing {len(cases)} cases ({cfg.backend.name}) -> {path}")
+        t = time.monotonic()
+        timing["trace_stats"] = _generate(cfg, cases, split_of, tcfg, done, log)
+        timing["traces_s"] = round(time.monotonic() - t, 2)
+
+    try:
+        records = read_traces(path, warn=log)
+    except TraceFileError as err:
+        raise UsageError(str(err)) from None
+    for r in records:  # the split in force is the current manifest's
+        r["split"] = split_of_family.get(r["family"], "unassigned")
+    log(f"training and simulating controllers on {len(records)} records ...")
+    summary, outcomes = run_experiment(records, cfg.experiment, log=log)
+    return write_outputs(cfg, summary, outcomes, records, timing, t0, log)
+
+
+def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -> dict:
+    from sandbox import protections
+
+    from .figures import write_figures
+    from .report import write_report
+
+    reports = _reports(cfg)
+    cv = summary.get("cv")
+    if cv:
+        cv.pop("pooled_outcomes", None)
+    exp = asdict(cfg.experiment)
+    exp["lora"] = asdict(cfg.experiment.lora) if cfg.experiment.lora is not None else None
+    full = {
+        "config": {"cases": cfg.cases or "cases/data", "backend": asdict(cfg.backend), "rollout": asdict(cfg.rollout),
+                   "experiment": exp, "split_seed": cfg.split_seed, "tag": cfg.tag, "trace_file": trace_path(cfg).name},
+        "versions": versions(),
+        "n_records": len(records),
+        **summary,
+        "sandbox": protections(),
+    }
+    full["timing"] = {**timing, **summary.get("timing", {}), "total_s": round(time.monotonic() - t0, 2)}
+    write_predictions(reports / "predictions", outcomes)
+    write_figures(full, reports / "figures")
+    write_report(full, reports / "report.md")
+    atomic_write_json(reports / "final_summary.json", full)
+    log(f"wrote {reports / 'final_summary.json'}, report.md, figures/ and predictions/")
+    return full

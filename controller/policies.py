@@ -1,0 +1,100 @@
+"""Controller policies: each maps a batch of visible states to actions.
+
+Fixed policies read only ``State.features``; the oracle is the one policy that looks up hidden
+grades (it is the ceiling, never deployed). Learned policies live in ``rule.py`` and ``lora.py``
+and are wrapped here so simulation treats every policy the same way.
+"""
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+from .oracle import oracle_label
+from .state import State
+
+
+class Policy(Protocol):
+    name: str
+
+    def act(self, states: Sequence[State]) -> list[str]: ...
+
+
+class _PerState:
+    name = "base"
+
+    def act(self, states):
+        return [self.choose(s) for s in states]
+
+
+class DirectOnly(_PerState):
+    """Always commit the direct answer: no tools."""
+
+    name = "direct_only"
+
+    def choose(self, s: State) -> str:
+        return "DIRECT"
+
+
+class AlwaysTool(_PerState):
+    """Write, repair while the public example fails, commit any program that passes it."""
+
+    name = "always_tool_visible"
+
+    def choose(self, s: State) -> str:
+        for a in ("WRITE", "FIX", "PROGRAM"):
+            if a in s.valid_actions:
+                return a
+        return "DIRECT"
+
+
+class VisibleDisagree(_PerState):
+    """Like always-tool, but commit the program only when its output disagrees with the direct answer."""
+
+    name = "visible_disagree_rule"
+
+    def choose(self, s: State) -> str:
+        if "PROGRAM" in s.valid_actions:
+            return "DIRECT" if s.features["prog_equals_direct"] else "PROGRAM"
+        for a in ("WRITE", "FIX"):
+            if a in s.valid_actions:
+                return a
+        return "DIRECT"
+
+
+class WriteOnce(_PerState):
+    """Budget-matched baseline: one program generation, never repair."""
+
+    name = "write_once"
+
+    def choose(self, s: State) -> str:
+        if s.revealed == 0:
+            return "WRITE"
+        return "PROGRAM" if "PROGRAM" in s.valid_actions else "DIRECT"
+
+
+class Oracle(_PerState):
+    """Hindsight: reads the hidden grades of the records it was given (the ceiling)."""
+
+    def __init__(self, records: Sequence[dict], lam: float = 0.0, cost: str = "generations", name: str = "oracle_seq"):
+        self.by_id = {r["case_id"]: r for r in records}
+        self.lam, self.cost, self.name = lam, cost, name
+
+    def choose(self, s: State) -> str:
+        return oracle_label(self.by_id[s.case_id], s.revealed, self.lam, self.cost)
+
+
+class Mixture:
+    """DAgger's behaviour policy: the oracle with probability beta, else the learner (seeded)."""
+
+    def __init__(self, learner: Policy, oracle: Oracle, beta: float, seed: int):
+        import random
+
+        self.learner, self.oracle, self.beta = learner, oracle, beta
+        self.rng = random.Random(seed)
+        self.name = f"mixture({learner.name},beta={beta:.2f})"
+
+    def act(self, states):
+        learner = self.learner.act(states)
+        return [self.oracle.choose(s) if self.rng.random() < self.beta else a for s, a in zip(states, learner)]
+
+
+FIXED_POLICIES = {p.name: p for p in (DirectOnly, AlwaysTool, VisibleDisagree, WriteOnce)}

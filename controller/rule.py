@@ -1,0 +1,130 @@
+"""The learned rule: a scikit-learn classifier over visible-state features, chosen on dev.
+
+Training states carry oracle labels. Each decision point gets its own classifier, and at decision
+time its probabilities are masked to the valid actions, so a learned policy can never take an
+invalid step. Candidates range from a
+one-split stump to a small forest; the one with the best simulated dev accuracy wins (ties: fewer
+program generations, then the simpler model).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from .state import ACTIONS, FEATURE_NAMES, State
+
+CANDIDATES = ("stump", "tree_depth2", "tree_depth3", "logistic", "forest")
+
+
+def _make(name: str, seed: int):
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.tree import DecisionTreeClassifier
+
+    if name == "stump":
+        return DecisionTreeClassifier(max_depth=1, random_state=seed)
+    if name.startswith("tree_depth"):
+        return DecisionTreeClassifier(max_depth=int(name[-1]), min_samples_leaf=2, random_state=seed)
+    if name == "logistic":
+        return make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000, random_state=seed))
+    if name == "forest":
+        return RandomForestClassifier(n_estimators=100, max_depth=4, min_samples_leaf=2, random_state=seed, n_jobs=1)
+    raise ValueError(f"unknown rule model {name!r}")
+
+
+def _matrix(states: Sequence[State]):
+    import numpy as np
+
+    return np.array([[s.features[n] for n in FEATURE_NAMES] for s in states], dtype=float)
+
+
+@dataclass
+class RulePolicy:
+    """One classifier per decision point (start, after a pass, after a failure).
+
+    Splitting by decision point keeps each classifier's labels to the actions valid there, so a
+    shallow tree cannot learn "PROGRAM" where only DIRECT and WRITE exist. A decision point
+    with a single training label becomes a constant; one never seen in training falls back to the
+    tool-using default (write, repair, commit).
+    """
+
+    models: dict  # valid_actions tuple -> fitted classifier or a constant action (str)
+    model_name: str
+    name: str = "learned_rule"
+
+    def _choose(self, s: State, model, row) -> str:
+        if model is None:
+            return next((a for a in ("WRITE", "FIX", "PROGRAM") if a in s.valid_actions), "DIRECT")
+        if isinstance(model, str):
+            return model if model in s.valid_actions else s.valid_actions[0]
+        p = model.predict_proba(row[None, :])[0]
+        classes = list(model.classes_)
+        scored = [(p[classes.index(a)] if a in classes else -1.0, -ACTIONS.index(a), a) for a in s.valid_actions]
+        return max(scored)[2]
+
+    def act(self, states: Sequence[State]) -> list[str]:
+        if not states:
+            return []
+        X = _matrix(states)
+        return [self._choose(s, self.models.get(tuple(s.valid_actions)), X[i]) for i, s in enumerate(states)]
+
+    def describe(self) -> str:
+        from sklearn.tree import DecisionTreeClassifier, export_text
+
+        parts = []
+        for point, model in sorted(self.models.items()):
+            head = f"at {'/'.join(point)}:"
+            if isinstance(model, str):
+                parts.append(f"{head} always {model}")
+            elif isinstance(model, DecisionTreeClassifier):
+                parts.append(f"{head}\n{export_text(model, feature_names=list(FEATURE_NAMES))}")
+            elif hasattr(model, "named_steps"):
+                lr = model.named_steps["logisticregression"]
+                rows = lr.coef_ if len(lr.classes_) > 2 else lr.coef_[:1]
+                names = lr.classes_ if len(lr.classes_) > 2 else lr.classes_[1:]
+                for cls, coefs in zip(names, rows):
+                    top = sorted(zip(coefs, FEATURE_NAMES), key=lambda t: -abs(t[0]))[:5]
+                    parts.append(f"{head} logit({cls}) " + ", ".join(f"{n} {c:+.2f}" for c, n in top))
+            else:
+                imp = sorted(zip(model.feature_importances_, FEATURE_NAMES), reverse=True)[:5]
+                parts.append(f"{head} forest; top features " + ", ".join(f"{n} {v:.2f}" for v, n in imp))
+        return "\n".join(parts) or "no decision point seen in training"
+
+
+def fit_rule(states: Sequence[State], labels: Sequence[str], model_name: str, seed: int = 0,
+             weights: Sequence[float] | None = None, name: str = "learned_rule") -> RulePolicy:
+    groups: dict[tuple, list[int]] = {}
+    for i, s in enumerate(states):
+        if len(s.valid_actions) > 1:
+            groups.setdefault(tuple(s.valid_actions), []).append(i)
+    X = _matrix(states) if states else None
+    models = {}
+    for point, idx in groups.items():
+        ys = [labels[i] for i in idx]
+        if len(set(ys)) == 1:
+            models[point] = ys[0]
+            continue
+        model = _make(model_name, seed)
+        kw = {}
+        if weights is not None:
+            w = [weights[i] for i in idx]
+            kw = {"logisticregression__sample_weight": w} if model_name == "logistic" else {"sample_weight": w}
+        model.fit(X[idx], ys, **kw)
+        models[point] = model
+    return RulePolicy(models, model_name, name=name)
+
+
+def select_rule(states, labels, dev_records, evaluate, *, seed: int = 0, name: str = "learned_rule",
+                candidates: Sequence[str] = CANDIDATES):
+    """Fit every candidate, keep the best on dev. ``evaluate(policy, records) -> (accuracy, generations)``."""
+    table, best = {}, None
+    for i, cand in enumerate(candidates):
+        pol = fit_rule(states, labels, cand, seed, name=name)
+        acc, gens = evaluate(pol, dev_records)
+        table[cand] = {"dev_accuracy": acc, "dev_program_generations": gens}
+        key = (acc, -gens, -i)
+        if best is None or key > best[0]:
+            best = (key, pol)
+    return best[1], table

@@ -1,0 +1,202 @@
+"""Small pure statistics over policy outcomes: intervals, paired tests, per-policy summaries.
+
+An *outcome* is one (policy, case) result, a dict with ``policy, split, case_id, family,
+actions, source ("direct"|"program"), correct (bool, or None when the case has no hidden
+answer), direct_correct, program_generations, repair_actions, generated_tokens, sandbox_ms``.
+
+Every function here is pure and deterministic for a given seed; reports and figures only call
+them. Interval and test formulas come from statsmodels; the bootstrap is a seeded numpy paired
+percentile bootstrap (scipy's BCa bootstrap fails on the all-equal samples that small splits
+produce routinely).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.proportion import proportion_confint
+
+DEFAULT_BASELINES = ("always_tool_visible", "direct_only")
+
+
+# ----------------------------------------------------------------------------- intervals
+
+
+def wilson_ci(k: int, n: int, alpha: float = 0.05) -> list[float]:
+    """Wilson score interval ``[lo, hi]`` for ``k`` successes out of ``n``.
+
+    With ``n == 0`` nothing is known, so the interval is the whole range ``[0.0, 1.0]``
+    (never None: callers can always draw an error bar).
+    """
+    if n <= 0:
+        return [0.0, 1.0]
+    if not 0 <= k <= n:
+        raise ValueError(f"wilson_ci: k={k} outside 0..n={n}")
+    lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
+    # Clamp float noise (e.g. -1e-17) so the interval stays inside [0, 1].
+    return [max(0.0, float(lo)), min(1.0, float(hi))]
+
+
+def within_noise(ci: Sequence[float] | None) -> bool:
+    """True when a difference interval covers 0 (or is missing: no evidence of a difference)."""
+    if ci is None:
+        return True
+    lo, hi = ci
+    return lo <= 0.0 <= hi
+
+
+# ----------------------------------------------------------------------------- paired tests
+
+
+def _as_bools(a: Sequence[bool], b: Sequence[bool]) -> tuple[np.ndarray, np.ndarray]:
+    if len(a) != len(b):
+        raise ValueError(f"paired samples differ in length: {len(a)} vs {len(b)}")
+    return np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+
+
+def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict:
+    """Exact McNemar test for two policies' correctness on the same cases.
+
+    ``b01`` counts cases where ``a`` is wrong and ``b`` right, ``b10`` cases where ``a`` is
+    right and ``b`` wrong, so ``b10 - b01`` is ``a``'s net gain. With no discordant pairs the
+    test has nothing to say and ``p_value`` is 1.0.
+    """
+    x, y = _as_bools(a, b)
+    b01 = int(np.sum(~x & y))
+    b10 = int(np.sum(x & ~y))
+    if b01 + b10 == 0:
+        return {"b01": 0, "b10": 0, "p_value": 1.0}
+    n11 = int(np.sum(x & y))
+    n00 = int(np.sum(~x & ~y))
+    res = mcnemar([[n11, b10], [b01, n00]], exact=True)
+    return {"b01": b01, "b10": b10, "p_value": min(1.0, float(res.pvalue))}
+
+
+def min_discordant_for_significance(alpha: float = 0.05, limit: int = 1000) -> int:
+    """Fewest discordant cases, all favouring one side, for which exact McNemar gives p < alpha.
+
+    This is the best case for a paired test, so ``m / n`` is a lower bound on the accuracy
+    difference that ``n`` paired cases can ever show (6 for alpha = 0.05).
+    """
+    for m in range(1, limit + 1):
+        if mcnemar_exact([True] * m, [False] * m)["p_value"] < alpha:
+            return m
+    return limit
+
+
+def paired_bootstrap_diff(
+    a: Sequence[bool],
+    b: Sequence[bool],
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> dict:
+    """Accuracy(a) - accuracy(b) with a paired percentile bootstrap interval over cases.
+
+    Cases are resampled with replacement, keeping each case's pair together. The same seed
+    gives the same interval. With ``n == 0`` there is no estimate: ``diff`` and ``ci95`` are
+    None. When every pair agrees the interval collapses to ``[diff, diff]``.
+    """
+    x, y = _as_bools(a, b)
+    n = len(x)
+    if n == 0:
+        return {"diff": None, "ci95": None}
+    per_case = x.astype(float) - y.astype(float)
+    diff = float(per_case.mean())
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_resamples, n))
+    means = per_case[idx].mean(axis=1)
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return {"diff": diff, "ci95": [float(lo), float(hi)]}
+
+
+# ----------------------------------------------------------------------------- summaries
+
+
+def summarize_outcomes(outcomes: Sequence[Mapping]) -> dict:
+    """Contract summary of one policy's outcomes on one split.
+
+    Correctness fields (``n``, ``exact``, ``accuracy``, ``program_commits``,
+    ``program_correct``, recoveries, losses) count only scored cases; outcomes with
+    ``correct is None`` are counted in ``unscored``. Budget sums (``program_generations``,
+    ``repair_actions``, ``generated_tokens``, ``sandbox_ms``) include unscored cases, because
+    the tool work was done either way. ``accuracy`` is None when ``n == 0``.
+    ``tool_productivity`` is correct program commits per program generation on scored cases
+    (None when no program was generated there).
+    """
+    scored = [o for o in outcomes if o.get("correct") is not None]
+    n = len(scored)
+    exact = sum(1 for o in scored if o["correct"])
+    commits = [o for o in scored if o.get("source") == "program"]
+    program_correct = sum(1 for o in commits if o["correct"])
+    recoveries = sum(1 for o in commits if o["correct"] and o.get("direct_correct") is False)
+    losses = sum(1 for o in commits if not o["correct"] and o.get("direct_correct") is True)
+    scored_gens = sum(int(o.get("program_generations", 0)) for o in scored)
+    return {
+        "n": n,
+        "exact": exact,
+        "accuracy": exact / n if n else None,
+        "accuracy_ci95": wilson_ci(exact, n),
+        "program_generations": sum(int(o.get("program_generations", 0)) for o in outcomes),
+        "repair_actions": sum(int(o.get("repair_actions", 0)) for o in outcomes),
+        "program_commits": len(commits),
+        "program_correct": program_correct,
+        "program_precision": program_correct / len(commits) if commits else None,
+        "direct_miss_recoveries": recoveries,
+        "direct_correct_losses": losses,
+        "generated_tokens": sum(int(o.get("generated_tokens", 0)) for o in outcomes),
+        "sandbox_ms": round(sum(float(o.get("sandbox_ms", 0.0)) for o in outcomes), 3),
+        "tool_productivity": program_correct / scored_gens if scored_gens else None,
+        "unscored": len(outcomes) - n,
+    }
+
+
+def _scored_by_case(outcomes: Sequence[Mapping], split: str | None) -> dict[str, bool]:
+    return {
+        o["case_id"]: bool(o["correct"])
+        for o in outcomes
+        if o.get("correct") is not None and (split is None or o.get("split") == split)
+    }
+
+
+def paired_tests(
+    outcomes_by_policy: Mapping[str, Sequence[Mapping]],
+    *,
+    baselines: Sequence[str] = DEFAULT_BASELINES,
+    split: str | None = "test",
+    seed: int = 0,
+    n_resamples: int = 2000,
+) -> dict:
+    """Each policy against each baseline, paired on the scored cases of ``split`` both share.
+
+    Returns ``{policy: {baseline: {n, mcnemar_p, b01, b10, diff, diff_ci95, within_noise}}}``
+    where ``b10`` counts cases the policy gets right and the baseline wrong. A policy is not
+    compared with itself; baselines missing from ``outcomes_by_policy`` are skipped.
+    ``split=None`` pairs over all splits.
+    """
+    by_case = {p: _scored_by_case(o, split) for p, o in outcomes_by_policy.items()}
+    result: dict[str, dict] = {}
+    for policy, mine in by_case.items():
+        row = {}
+        for base in baselines:
+            if base == policy or base not in by_case:
+                continue
+            theirs = by_case[base]
+            ids = sorted(set(mine) & set(theirs))
+            a = [mine[i] for i in ids]
+            b = [theirs[i] for i in ids]
+            test = mcnemar_exact(a, b)
+            boot = paired_bootstrap_diff(a, b, n_resamples=n_resamples, seed=seed)
+            row[base] = {
+                "n": len(ids),
+                "mcnemar_p": test["p_value"],
+                "b01": test["b01"],
+                "b10": test["b10"],
+                "diff": boot["diff"],
+                "diff_ci95": boot["ci95"],
+                "within_noise": within_noise(boot["ci95"]),
+            }
+        result[policy] = row
+    return result

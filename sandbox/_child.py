@@ -1,0 +1,217 @@
+"""What happens inside the short-lived child forked for one run: confine, run, report.
+
+``confine`` applies, in this order, each kernel protection the worker's plan enables: point
+stdin/stdout/stderr at /dev/null and close every other inherited descriptor except the result
+pipe (moved to fd 3); ``chroot`` into an empty read-only directory; drop to an unprivileged
+uid/gid with no supplementary groups; ask for SIGKILL if the worker dies; make the process
+non-dumpable; resource limits (address space, CPU seconds, no new processes, no new files or
+descriptors, no file writes, no core dumps, no locked memory); no-new-privileges; the seccomp
+filter. A step the plan marks as required that fails ends the child with ``crash`` rather than
+run the program with less protection than the worker reported.
+
+``execute`` then parses the program, applies the courtesy AST check, runs its top level with
+guarded builtins, calls ``transform`` on a table decoded from JSON (a fresh object, so mutating
+it changes nothing outside the run), checks the result is exactly a list of lists of ``str``
+within the size limits, and serialises it. Exception messages are built without calling code
+the program wrote (``__str__`` of its own classes is never called).
+
+Not covered here: wall-clock limits and classification of deaths, which the worker does from
+outside (``zygote.py``), and the final strict check, which the parent does on the JSON it decodes.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import os
+import resource
+import signal
+
+try:  # loaded as part of the package in tests, as top-level modules inside the worker
+    from . import _kernel, _wire, policy
+except ImportError:
+    import _kernel
+    import _wire
+    import policy
+
+FILENAME = "<transform>"
+MIB = 1 << 20
+
+
+class Refused(Exception):
+    """A required protection could not be applied."""
+
+
+# ----------------------------------------------------------------------------- confinement
+
+def confine(plan: dict, result_fd: int, report: dict | None = None) -> None:
+    """Apply the plan's protections; record each step's success in ``report`` if given."""
+    def step(name, fn):
+        try:
+            fn()
+            ok = True
+        except OSError as exc:
+            ok = False
+            if plan["required"].get(name):
+                raise Refused(f"{name}: {exc}") from None
+        if report is not None:
+            report[name] = ok
+
+    if result_fd != 3:
+        os.dup2(result_fd, 3)
+    os.dup2(0, 2)  # the worker's fd 0 is /dev/null, opened read-write
+    os.closerange(4, 1 << 16)
+    if plan["chroot"]:
+        step("chroot", lambda: (os.chroot(plan["chroot"]), os.chdir("/")))
+    if plan["uid"] is not None:
+        step("drop_uid", lambda: (os.setgroups([]), os.setresgid(*[plan["gid"]] * 3),
+                                  os.setresuid(*[plan["uid"]] * 3)))
+    step("parent_death_signal", lambda: _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL))
+    if os.getppid() != plan["worker_pid"]:
+        os._exit(111)  # the worker died before the death signal was armed
+    step("non_dumpable", lambda: _kernel.prctl(_kernel.PR_SET_DUMPABLE, 0))
+    step("rlimits", lambda: _limit(plan))
+    step("no_new_privs", lambda: _kernel.prctl(_kernel.PR_SET_NO_NEW_PRIVS, 1))
+    if plan["seccomp"] is not None:
+        step("seccomp", lambda: _kernel.install_seccomp(plan["seccomp"]))
+
+
+def _limit(plan: dict) -> None:
+    cpu = plan["cpu_s"]
+    for res, value in ((resource.RLIMIT_CPU, (cpu, cpu + 1)),  # SIGXCPU, then SIGKILL
+                       (resource.RLIMIT_AS, (plan["as_bytes"],) * 2),
+                       (resource.RLIMIT_NPROC, (0, 0)),
+                       (resource.RLIMIT_NOFILE, (4, 4)),  # fds 0-3 are open: nothing new fits
+                       (resource.RLIMIT_FSIZE, (0, 0)),
+                       (resource.RLIMIT_CORE, (0, 0)),
+                       (resource.RLIMIT_MEMLOCK, (0, 0)),
+                       (resource.RLIMIT_MSGQUEUE, (0, 0))):
+        try:
+            resource.setrlimit(res, value)
+        except ValueError as exc:  # e.g. a hard limit below ours: keep the lower one
+            raise OSError(1, str(exc)) from None
+
+
+# ----------------------------------------------------------------------------- running
+
+def _tname(obj) -> str:
+    """The type's name without running the program's metaclass code."""
+    return _wire.cut(type.__dict__["__name__"].__get__(type(obj)), 60)
+
+
+_SAFE_ARGS = (str, int, float, bool, type(None), bytes)
+_BUILTIN_EXC = {v for v in vars(builtins).values()
+                if isinstance(v, type) and issubclass(v, BaseException)}
+
+
+def describe(exc: BaseException) -> str:
+    """``"IndexError: list index out of range (line 7)"``, computed defensively."""
+    name = _tname(exc)
+    text = ""
+    try:
+        args = BaseException.args.__get__(exc)
+        if all(type(a) in _SAFE_ARGS for a in args):
+            safe_str = str if type(exc) in _BUILTIN_EXC else BaseException.__str__
+            text = _wire.cut(safe_str(exc))
+    except Exception:
+        text = ""
+    line = None
+    tb = BaseException.__traceback__.__get__(exc)
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    where = f" (line {line})" if line is not None else ""
+    return _wire.cut(f"{name}: {text}{where}" if text else f"{name}{where}")
+
+
+# Also what allowed modules import lazily through the caller's builtins (``_strptime``).
+_IMPORTABLE = policy.ALLOWED_MODULES | {name.split(".")[0] for name in policy.PRELOAD}
+
+
+def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level == 0 and name.split(".")[0] in _IMPORTABLE:
+        return builtins.__import__(name, globals, locals, fromlist, level)
+    raise ImportError(f"import of '{name}' is not allowed")
+
+
+SAFE_BUILTINS = {k: v for k, v in vars(builtins).items() if k not in policy.FORBIDDEN_NAMES}
+SAFE_BUILTINS["__import__"] = _guarded_import
+
+
+def check_output(out, limits: dict) -> tuple[bytes | None, str]:
+    """Exactly a list of lists of ``str`` within limits -> (JSON bytes, ""), else (None, why)."""
+    if type(out) is not list:
+        return None, f"transform returned {_tname(out)}, expected a list of rows (lists of str)"
+    if len(out) > limits["max_rows"]:
+        return None, f"output has {len(out)} rows, more than the limit {limits['max_rows']}"
+    for i, row in enumerate(out):
+        if type(row) is not list:
+            return None, f"row {i} is {_tname(row)}, expected a list of str"
+        if len(row) > limits["max_cols"]:
+            return None, f"row {i} has {len(row)} cells, more than the limit {limits['max_cols']}"
+        for j, cell in enumerate(row):
+            if type(cell) is not str:
+                return None, f"row {i}, cell {j} is {_tname(cell)}, expected str (use str())"
+            if len(cell) > limits["max_cell_chars"]:
+                return None, f"row {i}, cell {j} is longer than {limits['max_cell_chars']} chars"
+    try:
+        data = json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        return None, "output contains a lone surrogate character"
+    if len(data) > limits["max_bytes"]:
+        return None, f"output is {len(data)} bytes of JSON, more than the limit {limits['max_bytes']}"
+    return data, ""
+
+
+def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True):
+    """Run one program; returns ``(error name or None, payload bytes)``."""
+    try:
+        source = code.decode("utf-8")
+        if ast_check and not policy.quick_pass(source):
+            problem = policy.check(ast.parse(source, FILENAME))
+            if problem:
+                return "forbidden", problem.encode()
+        compiled = compile(source, FILENAME, "exec")
+    except SyntaxError as exc:
+        return "syntax", _wire.cut(f"SyntaxError: {exc.msg} (line {exc.lineno})").encode()
+    except (ValueError, RecursionError, MemoryError) as exc:  # bad bytes, nesting, size
+        return "syntax", _wire.cut(f"{type(exc).__name__}: {exc}").encode()
+    namespace = {"__builtins__": SAFE_BUILTINS, "__name__": "transform_program"}
+    try:
+        exec(compiled, namespace)
+        fn = namespace.get("transform")
+        if fn is None:
+            return "no_transform", b"the program defines no function named transform(table)"
+        if not callable(fn):
+            return "no_transform", f"transform is {_tname(fn)}, not a function".encode()
+        out = fn(json.loads(table_json))
+        data, why = check_output(out, limits)
+    except MemoryError:
+        return "memory", b"MemoryError: the program ran out of memory"
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are program errors
+        return "exception", describe(exc).encode()
+    return (None, data) if data is not None else ("bad_output", why.encode())
+
+
+def main(body: bytes, code_len: int, result_fd: int, plan: dict) -> None:
+    """The child's whole life: never returns."""
+    try:
+        confine(plan, result_fd)
+        error, payload = execute(body[:code_len], body[code_len:], plan["limits"],
+                                 plan["ast_check"])
+    except Refused as exc:
+        error, payload = "crash", f"sandbox setup failed: {exc}".encode()
+    except MemoryError:
+        error, payload = "memory", b"MemoryError: the program ran out of memory"
+    except BaseException as exc:  # noqa: BLE001 - must report, never raise
+        error, payload = "crash", f"sandbox child failed: {_tname(exc)}".encode()
+    if error is None:
+        frame = _wire.RESULT.pack(_wire.OK, 0, len(payload)) + payload
+    else:
+        payload = payload[:_wire.MAX_MESSAGE_BYTES]
+        frame = _wire.RESULT.pack(_wire.ERR, _wire.CODE[error], len(payload)) + payload
+    try:
+        _wire.write_all(3, frame)
+    finally:
+        os._exit(0)

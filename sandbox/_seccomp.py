@@ -1,0 +1,109 @@
+"""The seccomp-BPF allowlist each run's child installs just before it runs the program.
+
+Covered: x86_64. The filter lets through only what a pure-Python computation needs (memory
+management, reading and writing already-open descriptors, clocks, sleeping, signal masks,
+exit) and answers everything else with ``EPERM`` (``EACCES`` for opening files), so a program
+that reaches a denied call gets an ordinary ``OSError`` instead of a dead process. In
+particular it denies: opening files, sockets, ``fork``/``clone`` (no processes, no threads),
+``execve``, ``kill`` and friends, ``ptrace``, ``setsid``/``setpgid``, mounts, namespaces,
+``prctl``, ``bpf``, ``io_uring`` and the x32 ABI; ``mmap``/``mprotect`` may not ask for
+executable memory. The architecture is checked first, and a foreign one kills the process.
+
+Not covered: other architectures (``build()`` returns ``None``, and the sandbox reports
+seccomp as missing). Loaded both as ``sandbox._seccomp`` and as a top-level module inside the
+worker, so it imports only the standard library.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_SYSCALL_BIT = 0x40000000
+PROT_EXEC = 0x4
+
+RET_KILL_PROCESS = 0x80000000
+RET_ALLOW = 0x7FFF0000
+RET_ERRNO = 0x00050000
+
+# BPF opcodes (linux/filter.h)
+LD_ABS_W = 0x20
+JEQ_K = 0x15
+JGE_K = 0x35
+JSET_K = 0x45
+RET_K = 0x06
+
+# seccomp_data offsets: nr, arch, instruction pointer, then six 64-bit arguments
+OFF_NR, OFF_ARCH = 0, 4
+
+
+def _arg_lo(i: int) -> int:
+    return 16 + 8 * i  # low 32 bits of argument i on a little-endian machine
+
+
+# x86_64 numbers (arch/x86/entry/syscalls/syscall_64.tbl)
+X86_64_ALLOW = {
+    "read": 0, "write": 1, "close": 3, "fstat": 5, "poll": 7, "lseek": 8, "munmap": 11,
+    "brk": 12, "rt_sigaction": 13, "rt_sigprocmask": 14, "rt_sigreturn": 15, "readv": 19,
+    "writev": 20, "select": 23, "sched_yield": 24, "mremap": 25, "madvise": 28,
+    "nanosleep": 35, "getpid": 39, "exit": 60, "fcntl": 72, "gettimeofday": 96,
+    "getrusage": 98, "times": 100, "getuid": 102, "getgid": 104, "geteuid": 107,
+    "getegid": 108, "getppid": 110, "sigaltstack": 131, "gettid": 186, "time": 201,
+    "futex": 202, "sched_getaffinity": 204, "restart_syscall": 219, "clock_gettime": 228,
+    "clock_getres": 229, "clock_nanosleep": 230, "exit_group": 231, "newfstatat": 262,
+    "pselect6": 270, "ppoll": 271, "getrandom": 318, "statx": 332, "rseq": 334,
+}
+X86_64_NO_EXEC = {"mmap": 9, "mprotect": 10}  # allowed unless PROT_EXEC is asked for
+X86_64_OPEN = {"open": 2, "creat": 85, "openat": 257, "openat2": 437}  # -> EACCES
+
+
+class SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                ("k", ctypes.c_uint)]
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+
+def instructions() -> list[tuple[int, int, int, int]] | None:
+    """The filter as ``(code, jt, jf, k)`` tuples, or ``None`` on an unsupported machine."""
+    if os.uname().machine != "x86_64":
+        return None
+    deny = RET_ERRNO | errno.EPERM
+    prog: list[list] = []  # jump targets are labels until resolved below
+    prog += [[LD_ABS_W, 0, 0, OFF_ARCH], [JEQ_K, 0, "kill", AUDIT_ARCH_X86_64],
+             [LD_ABS_W, 0, 0, OFF_NR], [JGE_K, "deny", 0, X32_SYSCALL_BIT]]
+    for nr in sorted(X86_64_ALLOW.values()):
+        prog.append([JEQ_K, "allow", 0, nr])
+    for nr in sorted(X86_64_OPEN.values()):
+        prog.append([JEQ_K, "eacces", 0, nr])
+    for nr in sorted(X86_64_NO_EXEC.values()):
+        prog.append([JEQ_K, "noexec", 0, nr])
+    labels = {"deny": len(prog)}  # the default: every syscall not matched above
+    prog.append([RET_K, 0, 0, deny])
+    labels["noexec"] = len(prog)  # BPF jumps only forward, so this block sits mid-program
+    prog += [[LD_ABS_W, 0, 0, _arg_lo(2)], [JSET_K, 0, "allow", PROT_EXEC], [RET_K, 0, 0, deny]]
+    for name, ret in (("allow", RET_ALLOW), ("kill", RET_KILL_PROCESS),
+                      ("eacces", RET_ERRNO | errno.EACCES)):
+        labels[name] = len(prog)
+        prog.append([RET_K, 0, 0, ret])
+    out = []
+    for i, (code, jt, jf, k) in enumerate(prog):
+        jt = labels[jt] - i - 1 if isinstance(jt, str) else jt
+        jf = labels[jf] - i - 1 if isinstance(jf, str) else jf
+        assert 0 <= jt < 256 and 0 <= jf < 256, "BPF jump out of range"
+        out.append((code, jt, jf, k))
+    return out
+
+
+def build() -> SockFprog | None:
+    """A ready ``struct sock_fprog``; keep the returned object alive while it may be used."""
+    ins = instructions()
+    if ins is None:
+        return None
+    array = (SockFilter * len(ins))(*[SockFilter(*t) for t in ins])
+    prog = SockFprog(len(ins), ctypes.cast(array, ctypes.POINTER(SockFilter)))
+    prog._keep = array  # the filter array must outlive the struct that points at it
+    return prog

@@ -1,0 +1,101 @@
+"""Which modules a program may import, and the early AST check that turns away obvious misuse.
+
+The check is a courtesy: it answers ``forbidden`` with a message a model can act on ("import of
+'os' is not allowed ...") before anything runs. It is not the wall. A program that slips past it
+(through ``getattr`` tricks, ``().__class__`` walks, ctypes found by reflection) still runs inside
+the child's kernel-level limits (see ``_child.py``), and the red-team tests run hostile code with
+the check switched off to show that.
+
+Covered: imports outside ``ALLOWED_MODULES`` (including relative ones), calls to the builtins
+that reach the file system, the interpreter or the caller's scope (``open``, ``exec``, ``eval``,
+``__import__`` ...), and the dunder and frame attributes used to climb out of Python-level
+restrictions. Not covered: anything dynamic; the check never executes the program.
+
+Loaded both as ``sandbox.policy`` and as a top-level module inside the worker process, so it
+imports only the standard library.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+# Harmless standard modules, pre-imported in the worker so a program can use them without
+# touching the file system. The extra private ones are what these import lazily at call time
+# (``datetime.strptime`` needs ``_strptime``).
+ALLOWED_MODULES = frozenset({
+    "re", "math", "itertools", "collections", "string", "json", "datetime", "functools",
+    "operator", "statistics", "copy", "unicodedata", "typing", "heapq", "bisect",
+    "textwrap", "decimal", "fractions", "random", "calendar", "dataclasses", "enum",
+    "difflib", "time", "csv", "io", "numbers", "array",
+})
+PRELOAD = tuple(sorted(ALLOWED_MODULES)) + ("_strptime", "collections.abc", "json.decoder",
+                                            "encodings.idna", "encodings.latin_1",
+                                            "encodings.cp1252", "encodings.utf_16")
+
+FORBIDDEN_NAMES = frozenset({
+    "open", "exec", "eval", "compile", "__import__", "input", "breakpoint", "globals",
+    "locals", "vars", "help", "exit", "quit", "__builtins__", "__loader__", "__spec__",
+})
+FORBIDDEN_ATTRS = frozenset({
+    "__subclasses__", "__globals__", "__builtins__", "__code__", "__closure__", "__bases__",
+    "__base__", "__mro__", "__class__", "__dict__", "__getattribute__", "__reduce__",
+    "__reduce_ex__", "__loader__", "__spec__", "__self__", "__func__", "__traceback__",
+    "__import__", "__init_subclass__", "__set_name__", "__class_getitem__",
+    "f_globals", "f_locals", "f_builtins", "f_back", "f_code", "gi_frame", "gi_code",
+    "cr_frame", "ag_frame", "tb_frame", "tb_next", "co_code", "mro",
+})
+
+_HINT = "transform gets the table as its argument and must return the new table"
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IMPORT_WORD = re.compile(r"\bimport\b")
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:import[ \t]+([\w., \t]+?)|from[ \t]+(\w+)[\w.]*[ \t]+"
+                          r"import[ \t]+[\w, \t*]+)[ \t]*(?:#.*)?$", re.MULTILINE)
+_SUSPECT = FORBIDDEN_NAMES | FORBIDDEN_ATTRS
+
+
+def quick_pass(source: str) -> bool:
+    """True when ``check`` would certainly pass, found from the text alone (no AST is built).
+
+    Conservative: any non-ASCII text (identifiers are NFKC-normalised), any forbidden word
+    anywhere (even in a string or comment) or any ``import`` it cannot read sends the program
+    to the full check. Parsing to an AST costs more than the rest of a typical run, so most
+    programs should take this path.
+    """
+    if not source.isascii() or not _SUSPECT.isdisjoint(_IDENT.findall(source)):
+        return False
+    imports = _IMPORT_LINE.findall(source)
+    if len(imports) != len(_IMPORT_WORD.findall(source)):
+        return False
+    for names, module in imports:
+        roots = [module] if module else [n.split()[0].split(".")[0] for n in names.split(",")
+                                         if n.strip()]
+        if not roots or not all(root in ALLOWED_MODULES for root in roots):
+            return False
+    return True
+
+
+def check(tree: ast.AST) -> str | None:
+    """The first rule the program breaks, as a one-line message, or ``None`` if it passes."""
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", "?")
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] not in ALLOWED_MODULES:
+                    return _import_message(alias.name, line)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level or not node.module:
+                return f"relative imports are not allowed (line {line})"
+            if node.module.split(".")[0] not in ALLOWED_MODULES:
+                return _import_message(node.module, line)
+        elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+            return f"use of '{node.id}' is not allowed (line {line}); {_HINT}"
+        elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRS:
+            return f"access to attribute '{node.attr}' is not allowed (line {line})"
+    return None
+
+
+def _import_message(name: str, line) -> str:
+    allowed = ", ".join(sorted(ALLOWED_MODULES))
+    return f"import of '{name}' is not allowed (line {line}); allowed modules: {allowed}"

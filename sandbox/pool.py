@@ -1,0 +1,266 @@
+"""``Sandbox``: a pool of worker processes that run untrusted ``transform(table)`` programs.
+
+Each run gets a fresh child forked from a pre-warmed worker (see ``zygote.py`` for the worker,
+``_child.py`` for the protections). The parent sends each request as one length-prefixed frame,
+waits on all workers with ``poll``, decodes every output itself (``result.decode_output``), and
+enforces a grace deadline of its own: a worker that has not replied ``GRACE_S`` after a run's
+timeout is killed with its whole process group and replaced, and so is one that died. Such
+runs come back as ``timeout`` or ``crash``; the program is never run a second time.
+
+Not covered: sharing one ``Sandbox`` across processes (use one per process; a ``Sandbox`` used
+after ``fork`` raises) and concurrent ``run_many`` calls on one ``Sandbox`` from several threads
+(they are serialised by a lock).
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+from collections import deque
+
+from . import _wire
+from ._worker import Worker, WorkerError
+from .result import OutputLimits, RunResult, decode_output
+
+GRACE_S = 2.0
+MAX_CODE_CHARS = 100_000
+MIN_MEMORY_MB = 16
+
+
+def _cleanup(workers: list, tmp: str) -> None:
+    for worker in workers:
+        worker.kill()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+class Sandbox:
+    """A pool of ``workers`` worker processes; use as a context manager or call ``close()``.
+
+    ``ast_check=False`` switches off the courtesy AST check (the red-team tests do, to show the
+    kernel-level limits hold on their own). Raises ``WorkerError`` if a worker cannot start.
+    """
+
+    def __init__(self, workers: int = 2, *, limits: OutputLimits = OutputLimits(),
+                 ast_check: bool = True, start_timeout_s: float = 30.0):
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.limits = limits
+        self.start_timeout_s = start_timeout_s
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._tmp = tempfile.mkdtemp(prefix="sandbox-")
+        options = {"limits": limits.as_dict(), "ast_check": ast_check}
+        self._workers = [Worker(options, self._tmp) for _ in range(workers)]
+        self._finalizer = weakref.finalize(self, _cleanup, self._workers, self._tmp)
+        try:
+            for worker in self._workers:
+                worker.spawn()
+            for worker in self._workers:
+                worker.wait_ready(start_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+        self.restarts = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Kill every worker (and anything they started) and remove the temporary directory."""
+        self._finalizer()
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    def protections(self) -> dict[str, bool | str]:
+        """Which protections the workers applied on this machine (see ``sandbox.protections``)."""
+        return dict(self._workers[0].report)
+
+    def worker_pids(self) -> list[int]:
+        return [w.proc.pid for w in self._workers if w.proc is not None]
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run(self, code: str, table: list[list[str]], timeout_s: float = 1.5,
+            memory_mb: int = 256) -> RunResult:
+        return self.run_many([(code, table)], timeout_s, memory_mb)[0]
+
+    def run_many(self, items, timeout_s: float = 1.5, memory_mb: int = 256) -> list[RunResult]:
+        """Run each ``(code, table)``; results in input order.
+
+        Raises ``ValueError`` for a bad timeout or memory limit, ``TypeError`` for a table that
+        is not a list of lists of str, and ``RuntimeError`` if the sandbox is closed or was
+        created in another process.
+        """
+        if not 0 < timeout_s <= 3600:
+            raise ValueError("timeout_s must be in (0, 3600]")
+        if memory_mb < MIN_MEMORY_MB:
+            raise ValueError(f"memory_mb must be at least {MIN_MEMORY_MB}")
+        with self._lock:
+            if self.closed:
+                raise RuntimeError("this Sandbox is closed")
+            if os.getpid() != self._pid:
+                raise RuntimeError("a Sandbox cannot be used after fork; create a new one")
+            return self._run_many(list(items), timeout_s, int(memory_mb))
+
+    def _run_many(self, items, timeout_s, memory_mb) -> list[RunResult]:
+        results: list[RunResult | None] = [None] * len(items)
+        requests: list[bytes | None] = [None] * len(items)
+        tables: dict[int, bytes] = {}
+        for i, (code, table) in enumerate(items):
+            requests[i], results[i] = _encode(code, table, timeout_s, memory_mb, tables)
+        queue = deque(i for i, req in enumerate(requests) if req is not None)
+        idle = list(self._workers)
+        busy: dict[Worker, tuple[int, float]] = {}
+        while queue or busy:
+            while queue and idle:
+                worker, i = idle.pop(), queue.popleft()
+                self._send(worker, requests[i])
+                busy[worker] = (i, time.monotonic())
+            by_fd = {w.rfd: w for w in busy}
+            first = min(start for _, start in busy.values())
+            wait_s = max(0.0, first + timeout_s + GRACE_S - time.monotonic())
+            readable, _, _ = select.select(list(by_fd), [], [], wait_s)
+            for fd in readable:
+                worker = by_fd[fd]
+                i, start = busy[worker]
+                try:
+                    reply = worker.feed()
+                except EOFError:
+                    reply = "died"
+                if reply is None:
+                    continue
+                del busy[worker]
+                idle.append(worker)
+                if reply == "died":
+                    self._restart(worker)
+                    results[i] = _failure("crash", "the sandbox worker died during the run "
+                                          "and was restarted", start)
+                else:
+                    results[i] = self._result(reply, start)
+            now = time.monotonic()
+            for worker, (i, start) in list(busy.items()):
+                if now > start + timeout_s + GRACE_S:
+                    del busy[worker]
+                    self._restart(worker)
+                    idle.append(worker)
+                    results[i] = _failure("timeout", f"transform did not finish within "
+                                          f"{timeout_s:g} s (the worker was restarted)", start)
+        return results
+
+    def _send(self, worker: Worker, request: bytes) -> None:
+        try:
+            worker.send(request)
+        except OSError:  # the worker died while idle: the program never started, so resend
+            self._restart(worker)
+            worker.send(request)
+
+    def _restart(self, worker: Worker) -> None:
+        worker.kill()
+        self.restarts += 1
+        for attempt in range(3):
+            try:
+                worker.spawn()
+                worker.wait_ready(self.start_timeout_s)
+                return
+            except WorkerError:
+                if attempt == 2:
+                    raise
+
+    def _result(self, reply, start: float) -> RunResult:
+        kind, code, _wall_us, cpu_us, payload = reply
+        wall_ms = (time.monotonic() - start) * 1000
+        if kind == _wire.OK:
+            table, why = decode_output(payload, self.limits)
+            if table is not None:
+                return RunResult(True, table, None, "", wall_ms, cpu_us / 1000)
+            return RunResult(False, None, "bad_output", why, wall_ms, cpu_us / 1000)
+        error = _wire.ERRORS[code] if code < len(_wire.ERRORS) else "crash"
+        message = _wire.cut(payload.decode("utf-8", "replace"))
+        return RunResult(False, None, error, message, wall_ms, cpu_us / 1000)
+
+
+def _failure(error: str, message: str, start: float | None = None) -> RunResult:
+    wall_ms = 0.0 if start is None else (time.monotonic() - start) * 1000
+    return RunResult(False, None, error, message, wall_ms)
+
+
+def _encode(code, table, timeout_s, memory_mb, tables: dict):
+    """One request frame, or ``(None, RunResult)`` for a program refused before it runs."""
+    if not isinstance(code, str):
+        raise TypeError(f"code must be str, not {type(code).__name__}")
+    if len(code) > MAX_CODE_CHARS:
+        return None, _failure("forbidden", f"the program is longer than {MAX_CODE_CHARS} "
+                              "characters")
+    try:
+        code_bytes = code.encode("utf-8")
+    except UnicodeEncodeError:
+        return None, _failure("syntax", "the program contains a lone surrogate character")
+    table_bytes = tables.get(id(table))
+    if table_bytes is None:
+        _check_table(table)
+        try:
+            table_bytes = json.dumps(table, ensure_ascii=False, separators=(",", ":")).encode()
+        except UnicodeEncodeError:
+            table_bytes = json.dumps(table, separators=(",", ":")).encode()
+        tables[id(table)] = table_bytes
+    header = _wire.REQUEST.pack(max(1, round(timeout_s * 1000)), memory_mb,
+                                len(code_bytes), len(table_bytes))
+    return header + code_bytes + table_bytes, None
+
+
+def _check_table(table) -> None:
+    if not isinstance(table, list) or not all(
+            isinstance(row, list) and all(isinstance(c, str) for c in row) for row in table):
+        raise TypeError("table must be a list of lists of str")
+
+
+# ----------------------------------------------------------------------------- module level
+
+_DEFAULT: Sandbox | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_sandbox() -> Sandbox:
+    """A lazily started one-worker ``Sandbox`` for this process, closed at exit."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None or _DEFAULT.closed or _DEFAULT._pid != os.getpid():
+            _DEFAULT = Sandbox(workers=1)
+        return _DEFAULT
+
+
+@atexit.register
+def _close_default() -> None:
+    if _DEFAULT is not None and _DEFAULT._pid == os.getpid():
+        _DEFAULT.close()
+
+
+def run_transform(code: str, table: list[list[str]], timeout_s: float = 1.5,
+                  memory_mb: int = 256) -> RunResult:
+    """Run one program on one table in the process-wide default ``Sandbox``."""
+    return default_sandbox().run(code, table, timeout_s, memory_mb)
+
+
+def protections() -> dict[str, bool | str]:
+    """Which protections are active on this machine, as the default sandbox's workers found.
+
+    Keys with ``True``/``False``: ``fresh_process_per_run``, ``cleared_env``, ``closed_fds``,
+    ``rlimits``, ``no_new_privs``, ``seccomp``, ``drop_uid``, ``chroot``, ``non_dumpable``,
+    ``parent_death_signal``, ``pid_namespace``, ``net_namespace``, ``ipc_namespace``,
+    ``mount_namespace``, ``uts_namespace``; strings: ``arch`` and ``notes`` (why something is
+    missing, empty when nothing is).
+    """
+    return default_sandbox().protections()

@@ -1,0 +1,189 @@
+"""The openai backend against a real HTTP server on 127.0.0.1 started by the test."""
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tracegen.backends.base import BackendConfig, GenerationRequest, Task
+from tracegen.backends.openai_backend import EndpointError, OpenAIBackend
+
+TASK = Task("c", [["a"]], [["b"]], [["c"]])
+
+
+class FakeServer:
+    """An OpenAI-compatible server: scripted failures, in-flight counting, a model list."""
+
+    def __init__(self, models=("tiny",), has_models=True):
+        self.models, self.has_models = list(models), has_models
+        self.failures = []  # statuses (or "sleep") to answer before succeeding, in order
+        self.bodies, self.headers = [], []
+        self.in_flight = self.max_in_flight = 0
+        self.delay_s = 0.0
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _send(self, code, obj, headers=()):
+                data = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                if self.path == "/v1/models" and server.has_models:
+                    self._send(200, {"object": "list", "data": [{"id": m} for m in server.models]})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.lock:
+                    server.bodies.append(body)
+                    server.headers.append(dict(self.headers))
+                    fail = server.failures.pop(0) if server.failures else None
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    if fail == "sleep":
+                        time.sleep(0.6)
+                        return self._send(200, {"choices": []})
+                    if fail:
+                        return self._send(fail, {"error": {"message": f"scripted {fail}"}}, [("Retry-After", "0")] if fail == 429 else ())
+                    if body["model"] not in server.models:
+                        return self._send(404, {"error": {"message": f"The model `{body['model']}` does not exist."}})
+                    time.sleep(server.delay_s)
+                    user = body["messages"][-1]["content"]
+                    finish = "length" if "long" in user else "stop"
+                    message = {"role": "assistant", "content": f"echo:{user}"}
+                    if "think" in user:
+                        message["reasoning_content"] = "pondering"
+                    self._send(200, {"choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                                     "usage": {"prompt_tokens": len(user), "completion_tokens": 7}})
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    s = FakeServer()
+    yield s
+    s.close()
+
+
+def _cfg(url, **kw):
+    base = dict(name="openai", model="tiny", base_url=url, max_retries=3, request_timeout_s=5.0,
+                extra={"retry_base_s": 0.01})
+    base.update(kw)
+    return BackendConfig(**base)
+
+
+def _req(text, sample=0):
+    return GenerationRequest("direct", [{"role": "user", "content": text}], TASK, sample=sample)
+
+
+def test_generates_in_order_with_counts(server):
+    b = OpenAIBackend(_cfg(server.url, temperature=0.7, seed=5, max_new_tokens=33))
+    out = b.generate([_req(f"q{i}") for i in range(6)] + [_req("long one", sample=2)])
+    assert [c.text for c in out[:6]] == [f"echo:q{i}" for i in range(6)]
+    assert out[0].prompt_tokens == 2 and out[0].completion_tokens == 7 and out[0].latency_ms > 0
+    assert out[-1].finish_reason == "length" and out[0].finish_reason == "stop"
+    body = next(b for b in server.bodies if b["messages"][-1]["content"] == "long one")
+    assert body["max_tokens"] == 33 and body["temperature"] == 0.7 and body["seed"] == 7
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+def test_reasoning_content_becomes_think_block(server):
+    out = OpenAIBackend(_cfg(server.url)).generate([_req("think hard")])
+    assert out[0].text.startswith("<think>\npondering\n</think>") and out[0].text.endswith("echo:think hard")
+
+
+def test_many_requests_in_flight(server):
+    server.delay_s = 0.15
+    b = OpenAIBackend(_cfg(server.url, concurrency=8))
+    t0 = time.perf_counter()
+    b.generate([_req(str(i)) for i in range(16)])
+    assert server.max_in_flight >= 4
+    assert time.perf_counter() - t0 < 16 * 0.15 / 2  # far faster than one at a time
+
+
+def test_retries_429_500_and_timeouts_then_succeeds(server):
+    server.failures = [429, 500, "sleep", 503]
+    b = OpenAIBackend(_cfg(server.url, request_timeout_s=0.3, max_retries=5, concurrency=1))
+    out = b.generate([_req("x")])
+    assert out[0].text == "echo:x" and len(server.bodies) == 5
+
+
+def test_gives_up_after_max_retries(server):
+    server.failures = [500] * 10
+    b = OpenAIBackend(_cfg(server.url, max_retries=2))
+    with pytest.raises(EndpointError, match="gave up after 3 attempts"):
+        b.generate([_req("x")])
+    assert len(server.bodies) == 3
+
+
+def test_client_error_is_not_retried(server):
+    server.failures = [400]
+    with pytest.raises(EndpointError, match="HTTP 400.*scripted 400"):
+        OpenAIBackend(_cfg(server.url)).generate([_req("x")])
+    assert len(server.bodies) == 1
+
+
+def test_wrong_model_is_named(server):
+    with pytest.raises(ValueError, match="'nope' is not served.*it serves: tiny"):
+        OpenAIBackend(_cfg(server.url, model="nope"))
+
+
+def test_wrong_model_without_models_endpoint():
+    s = FakeServer(has_models=False)
+    try:
+        b = OpenAIBackend(_cfg(s.url, model="nope"))
+        with pytest.raises(EndpointError, match="404.*wrong model name 'nope'.*does not exist"):
+            b.generate([_req("x")])
+    finally:
+        s.close()
+
+
+def test_unreachable_endpoint_is_clear():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(ConnectionError, match=f"cannot reach .*127.0.0.1:{port}"):
+        OpenAIBackend(_cfg(f"http://127.0.0.1:{port}/v1"))
+
+
+def test_api_key_from_environment(server, monkeypatch):
+    monkeypatch.setenv("MY_KEY", "sekrit")
+    OpenAIBackend(_cfg(server.url, api_key_env="MY_KEY")).generate([_req("x")])
+    assert server.headers[-1]["Authorization"] == "Bearer sekrit"
+    monkeypatch.delenv("MY_KEY")
+    OpenAIBackend(_cfg(server.url, api_key_env="MY_KEY")).generate([_req("y")])
+    assert "Authorization" not in server.headers[-1]
+
+
+def test_chat_template_kwargs_can_be_turned_off(server):
+    OpenAIBackend(_cfg(server.url, extra={"send_chat_template_kwargs": False})).generate([_req("x")])
+    assert "chat_template_kwargs" not in server.bodies[-1]
+
+
+def test_missing_flags():
+    with pytest.raises(ValueError, match="--base-url"):
+        OpenAIBackend(BackendConfig(name="openai", model="m"))

@@ -1,0 +1,101 @@
+"""Leak audit: deployable policies must act identically when the test split's hidden answers change.
+
+With the split held fixed, the same cases are traced twice: once as shipped and once with every
+test-split TestAnswer replaced by another table. Everything is retrained. A deployable policy
+(all but the oracle) reads only visible state, so its actions on every test case must be the
+same; the oracle, which reads hidden grades, must change. A deliberately leaky state builder
+must make the audit fail.
+"""
+import json
+import shutil
+
+import pytest
+
+import controller.state as state_mod
+from controller.pipeline import RunConfig, run
+from controller.experiment import ExperimentConfig
+from tracegen.backends import BackendConfig
+from tracegen.rollout import RolloutConfig
+
+from e2e_helpers import small_case_dir
+
+
+def _run(root, cases_dir, manifest=None, lora=False):
+    from controller.lora import LoraPolicyConfig
+
+    cfg = RunConfig(
+        root=str(root), cases=str(cases_dir), generate_traces=True, split_manifest=manifest,
+        backend=BackendConfig(synth_write_nodes=800, synth_fix_nodes=4000, synth_time_budget_s=5),
+        rollout=RolloutConfig(max_repairs=1, progress=False),
+        experiment=ExperimentConfig(seed=0, train_lora=lora, frontier_lambdas=(0.0,),
+                                    lora=LoraPolicyConfig(cache_dir=str(root / "tiny"), max_steps=8, batch_size=8),
+                                    adapters_dir=str(root / "adapters")),
+    )
+    run(cfg, log=lambda *a: None)
+    preds = {}
+    for f in (root / "reports" / "predictions").glob("*.jsonl"):
+        rows = [json.loads(l) for l in f.read_text().splitlines()]
+        preds[f.stem] = {r["case_id"]: (r["actions"], r["correct"]) for r in rows if r["split"] == "test"}
+    return preds
+
+
+def _swap_test_answers(src, dst, test_families):
+    shutil.copytree(src, dst)
+    for f in dst.rglob("*.json"):
+        d = json.loads(f.read_text())
+        if d["TestName"] in test_families:
+            d["TestAnswer"] = [["replaced", "answer"], ["not", "the", "truth"]]
+            f.write_text(json.dumps(d))
+
+
+def _audit(tmp_path, lora=False):
+    cases = small_case_dir(tmp_path / "cases")
+    a = _run(tmp_path / "a", cases, lora=lora)
+    manifest = tmp_path / "a" / "reports" / "split_manifest.json"
+    test_fams = json.loads(manifest.read_text())["split_families"]["test"]
+    _swap_test_answers(cases, tmp_path / "cases_swapped", set(test_fams))
+    b = _run(tmp_path / "b", tmp_path / "cases_swapped", manifest=str(manifest), lora=lora)
+    return a, b
+
+
+def _deployable(preds):
+    return [p for p in preds if not p.startswith("oracle")]
+
+
+def test_deployable_policies_ignore_hidden_answers(tmp_path):
+    a, b = _audit(tmp_path)
+    assert set(a) == set(b) and "learned_rule" in a
+    for policy in _deployable(a):
+        assert {k: v[0] for k, v in a[policy].items()} == {k: v[0] for k, v in b[policy].items()}, policy
+    assert a["oracle_seq"] != b["oracle_seq"]  # actions or scores move with the answers
+
+
+def test_audit_catches_a_leaky_state_builder(tmp_path, monkeypatch):
+    real = state_mod._features
+
+    def leaky(view):
+        f = real(view)
+        f["direct_parsed"] = float(bool(LEAK.get(view["case_id"])))  # smuggles a hidden grade in
+        return f
+
+    LEAK = {}
+    monkeypatch.setattr(state_mod, "_features", leaky)
+    orig_visible = state_mod.visible_view
+
+    def visible_view(record, revealed):
+        LEAK[record["case_id"]] = record["hidden"]["direct_exact"] or any(
+            h["hidden_exact"] for h in record["hidden"]["rounds"])
+        return orig_visible(record, revealed)
+
+    monkeypatch.setattr(state_mod, "visible_view", visible_view)
+    a, b = _audit(tmp_path)
+    changed = [p for p in _deployable(a)
+               if {k: v[0] for k, v in a[p].items()} != {k: v[0] for k, v in b[p].items()}]
+    assert changed, "the audit should notice a state builder that reads hidden grades"
+
+
+@pytest.mark.slow
+def test_lora_policy_ignores_hidden_answers(tmp_path):
+    a, b = _audit(tmp_path, lora=True)
+    for policy in ("lora_seq_policy",):
+        assert {k: v[0] for k, v in a[policy].items()} == {k: v[0] for k, v in b[policy].items()}

@@ -1,0 +1,47 @@
+"""Hand-built trace records with known answers, for controller tests."""
+from __future__ import annotations
+
+EX_IN = [["Ann", "3"], ["Bob", "4"]]
+EX_OUT = [["Ann"], ["Bob"]]
+TEST_IN = [["Cy", "5"], ["Di", "6"], ["Ed", "7"]]
+ANSWER = [["Cy"], ["Di"], ["Ed"]]
+WRONG = [["Cy", "5"], ["Di", "6"], ["Ed", "7"]]
+
+
+def _run(ok=True, error=None, output=None, ms=2.0, with_output=True):
+    d = {"ok": ok, "error": error, "message": "" if ok else f"{error}", "wall_ms": ms}
+    if with_output:
+        d["output"] = output
+    return d
+
+
+def make_record(case_id="fam_a/fam_a_1", family="fam_a", split="test", *, direct=WRONG, rounds=(),
+                max_repairs=2, answer=ANSWER, direct_tokens=10, round_tokens=50):
+    """``rounds``: a sequence of (visible_pass, test_output) pairs; hidden grades follow from ``answer``."""
+    recs = []
+    for i, (vp, out) in enumerate(rounds):
+        recs.append({
+            "round": i, "kind": "write" if i == 0 else "fix", "raw": f"```python\n# round {i}\n```",
+            "code": f"def transform(table):\n    return table  # {i}", "parse": {"status": "ok", "detail": ""},
+            "visible": _run(output=EX_OUT if vp else EX_IN) if vp else _run(False, "wrong_output", EX_IN),
+            "visible_pass": vp, "test": _run(out is not None, None if out is not None else "exception", with_output=False),
+            "test_output": out, "prompt_tokens": 100, "completion_tokens": round_tokens, "gen_ms": 5.0,
+            "finish_reason": "stop",
+        })
+    for r in recs:
+        if r["visible"]["ok"] is False:
+            r["visible"]["message"] = "output differs from the public example"
+    return {
+        "schema_version": 1, "case_id": case_id, "family": family, "split": split, "backend": "synth",
+        "model": "synth", "max_repairs": max_repairs,
+        "task": {"input_table": EX_IN, "output_table": EX_OUT, "test_table": TEST_IN},
+        "direct": {"raw": "[]", "table": direct, "parse": {"status": "ok" if direct is not None else "failed",
+                                                            "detail": ""},
+                   "prompt_tokens": 80, "completion_tokens": direct_tokens, "gen_ms": 3.0, "finish_reason": "stop"},
+        "rounds": recs,
+        "totals": {"prompt_tokens": 80 + 100 * len(recs), "completion_tokens": direct_tokens + round_tokens * len(recs),
+                   "gen_ms": 3.0 + 5.0 * len(recs), "sandbox_ms": 4.0 * len(recs)},
+        "hidden": {"answer": answer,
+                   "direct_exact": None if answer is None else direct == answer,
+                   "rounds": [{"hidden_exact": None if answer is None else out == answer} for _, out in rounds]},
+    }

@@ -1,0 +1,33 @@
+"""Model backends behind one interface, registered by name and imported only when chosen."""
+from __future__ import annotations
+
+import importlib
+
+from .base import Backend, BackendConfig, Completion, Feedback, GenerationRequest, Task
+
+# name -> "module:Class"; heavy modules (torch, vllm, http) load only when their backend is chosen
+_REGISTRY: dict[str, str] = {
+    "synth": "tracegen.backends.synth:SynthBackend",
+    "hf": "tracegen.backends.hf:HFBackend",
+    "vllm": "tracegen.backends.vllm_backend:VLLMBackend",
+    "openai": "tracegen.backends.openai_backend:OpenAIBackend",
+    "replay": "tracegen.backends.replay:ReplayBackend",
+}
+
+
+def available_backends() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_backend(config: BackendConfig) -> Backend:
+    """Build the backend named by ``config.name``; unknown names raise ``ValueError``."""
+    if config.name not in _REGISTRY:
+        raise ValueError(f"unknown backend {config.name!r}; choose one of {', '.join(available_backends())}")
+    module, cls = _REGISTRY[config.name].split(":")
+    return getattr(importlib.import_module(module), cls)(config)
+
+
+__all__ = [
+    "Backend", "BackendConfig", "Completion", "Feedback", "GenerationRequest", "Task",
+    "available_backends", "get_backend",
+]

@@ -1,0 +1,108 @@
+"""The one interface every model backend implements: a batch of requests in, completions out.
+
+A request carries both the chat ``messages`` (what a language model reads) and the structured
+``task`` (what the built-in synthesizer reads). The task never holds the hidden answer.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Literal
+
+Table = list[list[str]]
+RequestKind = Literal["direct", "write", "fix"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a model is allowed to see of a case: the public example and the new input."""
+
+    case_id: str
+    input_table: Table
+    output_table: Table
+    test_table: Table
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What the last program did on the public example, shown to the model in a repair prompt."""
+
+    error: str  # a sandbox error category, "parse" (no code found) or "wrong_output"
+    message: str  # short, model-actionable text
+    produced: Table | None = None  # the program's output on the public example, if any
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    kind: RequestKind
+    messages: list[dict]  # [{"role": "system"|"user"|"assistant", "content": str}, ...]
+    task: Task
+    round: int = 0  # 0 for direct and WRITE, i >= 1 for the i-th repair
+    previous_code: str | None = None
+    feedback: Feedback | None = None
+    sample: int = 0  # index of an independent sample of the same prompt
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+    finish_reason: str = "stop"  # "stop" or "length" (cut off at the token limit)
+    cached: bool = False
+
+
+@dataclass
+class BackendConfig:
+    """Everything a backend may need; each backend reads the fields it uses."""
+
+    name: str = "synth"
+    model: str | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    max_new_tokens: int = 1024
+    batch_size: int = 8
+    concurrency: int = 8
+    enable_thinking: bool = False
+    load_in_4bit: bool = False
+    dtype: str = "auto"
+    device: str = "auto"
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    request_timeout_s: float = 120.0
+    max_retries: int = 5
+    replay_path: str | None = None
+    cache_dir: str | None = None  # generation cache; None disables it
+    # synth only: search budgets count nodes (deterministic); the time cap is a safety net
+    synth_write_nodes: int = 3_000
+    synth_fix_nodes: int = 40_000
+    synth_time_budget_s: float = 20.0
+    extra: dict = field(default_factory=dict)
+
+
+class Backend(ABC):
+    """A model backend. Subclasses implement ``generate``; ``close`` frees resources."""
+
+    name: str = "base"
+
+    def __init__(self, config: BackendConfig):
+        self.config = config
+
+    @property
+    def model_name(self) -> str:
+        return self.config.model or self.name
+
+    @abstractmethod
+    def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
+        """Return one completion per request, in input order."""
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

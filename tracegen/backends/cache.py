@@ -1,0 +1,106 @@
+"""A generation cache on disk, wrapping any backend, so reruns and resumed runs skip paid work.
+
+The key is the sha256 of the JSON of: backend name, model, the chat messages, the sampling
+parameters (temperature, top_p, seed, max_new_tokens, enable_thinking, load_in_4bit, dtype)
+and the sample index. Each entry is one small JSON file at ``<dir>/<key[:2]>/<key>.json``,
+written to a temporary file in the same folder and moved into place with ``os.replace``, so a
+killed run never leaves a torn entry and concurrent runs sharing a cache cannot corrupt it.
+
+Hits come back with ``cached=True`` and the token counts and latency of the original
+generation (what it cost when it was paid for). All misses of a call go to the wrapped
+backend as one batch, so batching is preserved.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict
+
+from .base import Backend, Completion, GenerationRequest
+
+CACHE_VERSION = 1
+_SAMPLING_FIELDS = ("temperature", "top_p", "seed", "max_new_tokens", "enable_thinking", "load_in_4bit", "dtype")
+
+
+class CachedBackend(Backend):
+    """``inner`` with a disk cache in ``cache_dir``. ``hits`` and ``misses`` count requests."""
+
+    def __init__(self, inner: Backend, cache_dir: str):
+        super().__init__(inner.config)
+        self.inner = inner
+        self.name = inner.name
+        self.cache_dir = cache_dir
+        self.hits = 0
+        self.misses = 0
+        os.makedirs(cache_dir, exist_ok=True)
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    def key(self, request: GenerationRequest) -> str:
+        sampling = {f: getattr(self.config, f) for f in _SAMPLING_FIELDS}
+        payload = {
+            "v": CACHE_VERSION,
+            "backend": self.inner.name,
+            "model": self.inner.model_name,
+            "messages": request.messages,
+            "sampling": sampling,
+            "sample": request.sample,
+        }
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.cache_dir, key[:2], key + ".json")
+
+    def _load(self, key: str) -> Completion | None:
+        try:
+            with open(self._path(key), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return None  # unreadable entry: regenerate and overwrite it
+        data["cached"] = True
+        return Completion(**data)
+
+    def _store(self, key: str, completion: Completion) -> None:
+        path = self._path(key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        data = asdict(completion)
+        data["cached"] = False
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
+        keys = [self.key(r) for r in requests]
+        out: list[Completion | None] = [self._load(k) for k in keys]
+        missing = [i for i, c in enumerate(out) if c is None]
+        self.hits += len(requests) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            fresh = self.inner.generate([requests[i] for i in missing])
+            if len(fresh) != len(missing):
+                raise RuntimeError(f"{self.inner.name} backend returned {len(fresh)} completions for {len(missing)} requests")
+            for i, c in zip(missing, fresh):
+                self._store(keys[i], c)
+                out[i] = c
+        return out  # type: ignore[return-value]
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def maybe_cached(backend: Backend, cache_dir: str | None) -> Backend:
+    """``backend`` wrapped in a ``CachedBackend`` when ``cache_dir`` is set, else unchanged."""
+    return CachedBackend(backend, cache_dir) if cache_dir else backend

@@ -1,0 +1,85 @@
+"""The ``hf`` backend: a transformers model, batched ``generate``, the model's chat template.
+
+Requests are rendered with the model's own chat template (``enable_thinking`` passed through,
+off by default), sorted by prompt length so each batch pads little, and generated in batches of
+``config.batch_size`` with left padding, one ``generate`` call per batch. Results come back in
+request order.
+
+Counts: prompt tokens are the rendered prompt's tokens; completion tokens are the generated
+tokens up to and including the stop token. Latency: a batch's wall time divided evenly across
+its requests (a batch finishes together, so no single request has its own time).
+
+Sampling (``temperature > 0``) seeds torch from ``config.seed`` and the batch's prompts, so the
+same batch gives the same outputs; a different batch split (another ``--batch-size``) changes
+sampled outputs. Greedy decoding does not depend on the split beyond padding numerics.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+
+from ._tokens import load_model, render_chat, split_completion
+from .base import Backend, BackendConfig, Completion, GenerationRequest
+
+
+class HFBackend(Backend):
+    name = "hf"
+
+    def __init__(self, config: BackendConfig):
+        super().__init__(config)
+        if not config.model:
+            raise ValueError("the hf backend needs --model (a local folder or a cached hub name)")
+        if config.batch_size < 1:
+            raise ValueError("--batch-size must be at least 1")
+        self.loaded = load_model(config.model, device=config.device, dtype=config.dtype,
+                                 load_in_4bit=config.load_in_4bit)
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
+        tok = self.loaded.tokenizer
+        prompts = [render_chat(tok, r.messages, self.config.enable_thinking) for r in requests]
+        lengths = [len(tok(p, add_special_tokens=False).input_ids) for p in prompts]
+        order = sorted(range(len(prompts)), key=lambda i: lengths[i])
+        out: list[Completion | None] = [None] * len(prompts)
+        size = self.config.batch_size
+        for start in range(0, len(order), size):
+            idx = order[start : start + size]
+            for i, c in zip(idx, self.generate_prompts([prompts[i] for i in idx])):
+                out[i] = c
+        return out  # type: ignore[return-value]
+
+    def generate_prompts(self, prompts: list[str]) -> list[Completion]:
+        """One ``generate`` call over already-rendered prompts (one batch)."""
+        import torch
+
+        m = self.loaded
+        cfg = self.config
+        enc = m.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(m.device)
+        kwargs = dict(max_new_tokens=cfg.max_new_tokens, eos_token_id=m.stop_ids,
+                      pad_token_id=m.tokenizer.pad_token_id)
+        if cfg.temperature > 0:
+            digest = hashlib.sha256("\x00".join(prompts).encode("utf-8")).digest()
+            torch.manual_seed(cfg.seed * 1_000_003 + int.from_bytes(digest[:4], "big"))
+            kwargs.update(do_sample=True, temperature=cfg.temperature, top_p=cfg.top_p,
+                          top_k=int(cfg.extra.get("top_k", 0)))
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            generated = m.model.generate(**enc, **kwargs)
+        per_ms = (time.perf_counter() - t0) * 1000.0 / len(prompts)
+        new = generated[:, enc["input_ids"].shape[1] :].tolist()
+        prompt_tokens = enc["attention_mask"].sum(dim=1).tolist()
+        completions = []
+        for row, n_prompt in zip(new, prompt_tokens):
+            ids, n_done, finish = split_completion(row, m.stop_ids)
+            text = m.tokenizer.decode(ids, skip_special_tokens=True)
+            completions.append(Completion(text, int(n_prompt), n_done, per_ms, finish))
+        return completions
+
+    def close(self) -> None:
+        loaded, self.loaded = getattr(self, "loaded", None), None
+        if loaded is not None and loaded.device.startswith("cuda"):
+            import torch
+
+            del loaded
+            torch.cuda.empty_cache()

@@ -1,0 +1,98 @@
+"""The ``replay`` backend: answer with the raw outputs stored in an earlier trace file.
+
+Use it to re-grade a run with a changed parser or sandbox without paying for generation again:
+``--backend replay --replay-path reports/fresh_traces.jsonl``. Each request is matched by
+(case id, kind, round, sample) to the stored raw text: the direct attempt is (``direct``, 0),
+``rounds[i]`` is (its ``kind``, its ``round``), by default (``write``, 0) then (``fix``, i).
+The stored token counts and generation time come back with it (``cached=True``: nothing was
+generated now), so budgets stay comparable with the original run.
+
+A request with no stored output (say the new sandbox fails a program the old one passed, so a
+repair round is asked for that was never generated) raises ``ReplayMissError`` naming it.
+Header, status and footer lines (objects with a ``type`` field) are skipped, as is a torn last
+line left by a killed run.
+"""
+from __future__ import annotations
+
+import json
+
+from .base import Backend, BackendConfig, Completion, GenerationRequest
+
+Key = tuple[str, str, int, int]  # (case_id, kind, round, sample)
+
+
+class ReplayMissError(KeyError):
+    """A request the trace file holds no output for."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+def _completion(part: dict) -> Completion:
+    return Completion(
+        text=part.get("raw") or "",
+        prompt_tokens=int(part.get("prompt_tokens") or 0),
+        completion_tokens=int(part.get("completion_tokens") or 0),
+        latency_ms=float(part.get("gen_ms") or 0.0),
+        finish_reason=part.get("finish_reason") or "stop",
+        cached=True,
+    )
+
+
+def load_replay(path: str) -> tuple[dict[Key, Completion], str | None]:
+    """Index a trace file's raw outputs; returns (index, the model the trace was made with)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().split("\n")
+    except OSError as e:
+        raise ValueError(f"cannot read replay trace {path}: {e.strerror}") from None
+    index: dict[Key, Completion] = {}
+    model = None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines):
+                continue  # torn last line of a killed run
+            raise ValueError(f"{path}: line {n} is not valid JSON") from None
+        if not isinstance(rec, dict) or "type" in rec or "case_id" not in rec:
+            continue
+        model = model or rec.get("model")
+        cid = rec["case_id"]
+        if isinstance(rec.get("direct"), dict) and "raw" in rec["direct"]:
+            index[(cid, "direct", 0, int(rec["direct"].get("sample", 0)))] = _completion(rec["direct"])
+        for i, part in enumerate(rec.get("rounds") or []):
+            rnd = int(part.get("round", i))
+            kind = part.get("kind") or ("write" if rnd == 0 else "fix")
+            index[(cid, kind, rnd, int(part.get("sample", 0)))] = _completion(part)
+    if not index:
+        raise ValueError(f"{path}: no case records with raw outputs to replay")
+    return index, model
+
+
+class ReplayBackend(Backend):
+    name = "replay"
+
+    def __init__(self, config: BackendConfig):
+        super().__init__(config)
+        if not config.replay_path:
+            raise ValueError("the replay backend needs --replay-path (a trace file from an earlier run)")
+        self.index, self.trace_model = load_replay(config.replay_path)
+
+    @property
+    def model_name(self) -> str:
+        return self.config.model or self.trace_model or self.name
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
+        out = []
+        for r in requests:
+            key = (r.task.case_id, r.kind, r.round, r.sample)
+            if key not in self.index:
+                raise ReplayMissError(
+                    f"{self.config.replay_path} has no stored output for case {key[0]!r}, {r.kind} "
+                    f"round {r.round} sample {r.sample}: the replayed run asks for a generation the "
+                    "original run never made (changed sandbox or --max-repairs?)")
+            out.append(self.index[key])
+        return [Completion(**vars(c)) for c in out]  # copies: callers may annotate them

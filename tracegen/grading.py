@@ -1,0 +1,38 @@
+"""How an attempt is judged: exact match against the hidden answer.
+
+This is the only module of ``tracegen`` that reads ``Case.test_answer``; its output goes under a
+record's ``hidden`` key and nowhere else.
+"""
+from __future__ import annotations
+
+from cases import Case, tables_equal
+
+
+def exact(table: list[list[str]] | None, answer: list[list[str]] | None) -> bool | None:
+    """True/False for a scored case, None when the case has no hidden answer."""
+    if answer is None:
+        return None
+    return table is not None and tables_equal(table, answer)
+
+
+def hidden_block(case: Case, direct_table, round_outputs: list) -> dict:
+    """Everything derived from ``TestAnswer`` for one record."""
+    answer = case.test_answer
+    return {
+        "answer": answer,
+        "direct_exact": exact(direct_table, answer),
+        "rounds": [{"hidden_exact": exact(out, answer)} for out in round_outputs],
+    }
+
+
+def headroom_families(records) -> list[str]:
+    """Families where a committable program (passes the public example) is right and the direct
+    answer is wrong: the cases where choosing the tool can pay off."""
+    fams = set()
+    for r in records:
+        h = r["hidden"]
+        if h["answer"] is None or h["direct_exact"]:
+            continue
+        if any(x["visible_pass"] and y["hidden_exact"] for x, y in zip(r["rounds"], h["rounds"])):
+            fams.add(r["family"])
+    return sorted(fams)

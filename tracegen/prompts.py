@@ -1,0 +1,155 @@
+"""Chat prompts for the three request kinds, and the repair feedback a fix prompt shows.
+
+* ``direct_messages``: answer with the output table as JSON.
+* ``write_messages``: write ``def transform(table):`` in one ```python block.
+* ``fix_messages``: the write conversation, the previous code as the model's own turn, then
+  what went wrong on the public example (error category and message, or a row diff).
+
+Tables are rendered as compact JSON, one row per line, so a model sees the exact strings it must
+produce and the row structure at a glance. Feedback text is capped (``MAX_FEEDBACK_CHARS``) so
+one huge wrong output cannot blow up the prompt.
+"""
+from __future__ import annotations
+
+import json
+
+from .backends.base import Feedback, Table, Task
+
+MAX_FEEDBACK_CHARS = 1500
+MAX_DIFF_ROWS = 6
+MAX_ROW_CHARS = 200
+
+SYSTEM_PROMPT = (
+    "You transform tables by example. A table is a JSON list of rows; each row is a list of "
+    "strings. You are shown one example input table with its output table, and a new input "
+    "table that must be transformed the same way."
+)
+
+_WRITE_RULES = (
+    "Write a Python function `def transform(table):` that takes an input table (a list of rows, "
+    "each row a list of strings) and returns the output table in the same form. It must "
+    "reproduce the example output exactly and work on the new input too, so do not hard-code "
+    "values from the example. Use only the Python standard library; do not read files, use the "
+    "network or print. Answer with the complete function in one ```python code block."
+)
+
+
+def render_table(table: Table) -> str:
+    """Compact JSON, one row per line (``[\\n["a","b"],\\n["c","d"]\\n]``)."""
+    if not table:
+        return "[]"
+    rows = [json.dumps(row, ensure_ascii=False, separators=(",", ":")) for row in table]
+    return "[\n" + ",\n".join(rows) + "\n]"
+
+
+def _task_block(task: Task) -> str:
+    return (
+        f"Example input:\n{render_table(task.input_table)}\n\n"
+        f"Example output:\n{render_table(task.output_table)}\n\n"
+        f"New input:\n{render_table(task.test_table)}"
+    )
+
+
+def direct_messages(task: Task) -> list[dict]:
+    """Ask for the new input's output table as a JSON list of lists of strings."""
+    user = (
+        f"{_task_block(task)}\n\n"
+        "Apply the example's transformation to the new input. Answer with the output table "
+        "only, as a JSON list of lists of strings, in one ```json code block."
+    )
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def write_messages(task: Task) -> list[dict]:
+    """Ask for a ``transform(table)`` program in one python block."""
+    user = f"{_task_block(task)}\n\n{_WRITE_RULES}"
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def describe_feedback(feedback: Feedback) -> str:
+    """The user-turn text of a repair prompt: what went wrong, in words a model can act on."""
+    message = _cap(feedback.message, MAX_FEEDBACK_CHARS)
+    if feedback.error == "parse":
+        head = "Your answer did not contain a usable `def transform(table):` function."
+    elif feedback.error == "wrong_output":
+        head = "The function ran on the example input, but its output differs from the example output."
+    else:
+        head = f"Running the function on the example input failed (error: {feedback.error})."
+    return f"{head}\n{message}" if message else head
+
+
+def fix_messages(task: Task, previous_code: str, feedback: Feedback) -> list[dict]:
+    """The write conversation, the previous code as the assistant's turn, then the feedback."""
+    code = previous_code.strip() if previous_code else ""
+    previous = f"```python\n{code}\n```" if code else "(no code)"
+    user = (
+        f"{describe_feedback(feedback)}\n\n"
+        "Fix the function. Answer with the complete corrected `def transform(table):` "
+        "function in one ```python code block."
+    )
+    return write_messages(task) + [
+        {"role": "assistant", "content": previous},
+        {"role": "user", "content": user},
+    ]
+
+
+# ----------------------------------------------------------------------------- feedback
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 15] + " ...[truncated]"
+
+
+def _row(row) -> str:
+    return _cap(json.dumps(row, ensure_ascii=False, separators=(",", ":")), MAX_ROW_CHARS)
+
+
+def _shape(table: Table) -> str:
+    widths = sorted({len(r) for r in table})
+    cols = str(widths[0]) if len(widths) == 1 else f"{widths[0]}-{widths[-1]}"
+    return f"{len(table)} rows x {cols} cols" if table else "0 rows"
+
+
+def table_diff(expected: Table, produced: Table) -> str:
+    """A compact account of how ``produced`` differs from ``expected``: shape, then first rows."""
+    lines = [f"Expected {_shape(expected)}, got {_shape(produced)}."]
+    if sorted(map(tuple, expected)) == sorted(map(tuple, produced)):
+        lines.append("The rows are right but in the wrong order.")
+    elif expected and produced and [list(c) for c in zip(*expected)] == produced:
+        lines.append("The output is the expected table transposed.")
+    shown = 0
+    for i in range(max(len(expected), len(produced))):
+        exp = expected[i] if i < len(expected) else None
+        got = produced[i] if i < len(produced) else None
+        if exp == got:
+            continue
+        if shown == MAX_DIFF_ROWS:
+            lines.append("(more differing rows not shown)")
+            break
+        if got is None:
+            lines.append(f"row {i}: expected {_row(exp)}, missing")
+        elif exp is None:
+            lines.append(f"row {i}: unexpected extra row {_row(got)}")
+        else:
+            lines.append(f"row {i}: expected {_row(exp)}, got {_row(got)}")
+        shown += 1
+    return _cap("\n".join(lines), MAX_FEEDBACK_CHARS)
+
+
+def feedback_from_run(expected: Table, produced: Table | None, error: str | None, message: str) -> Feedback:
+    """Feedback for a repair prompt from one run of a program on the public example.
+
+    With a sandbox ``error`` the category and its (capped) message are kept; a program that ran
+    but produced the wrong table (``error`` None or ``"wrong_output"``) gets ``wrong_output``
+    and a row diff. A run whose output matches
+    gets error ``"none"`` (callers normally do not ask for a repair then).
+    """
+    if error == "wrong_output" and produced is not None:
+        error = None  # a table came back: the row diff says more than a generic message
+    if error:
+        return Feedback(error=error, message=_cap(message or "", MAX_FEEDBACK_CHARS), produced=produced)
+    if produced is None:
+        return Feedback(error="bad_output", message=_cap(message or "the function returned no table", MAX_FEEDBACK_CHARS))
+    if produced == expected:
+        return Feedback(error="none", message="The output matches the example output.", produced=produced)
+    return Feedback(error="wrong_output", message=table_diff(expected, produced), produced=produced)

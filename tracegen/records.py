@@ -1,0 +1,107 @@
+"""Trace files on disk: schema validation, crash-safe appends, and tolerant reading.
+
+A trace file is JSON lines, one case record per line (``schemas/trace.schema.json``). Each record
+is written with a single ``write`` of one complete line followed by ``fsync``, so a crash leaves at
+most one torn last line; ``read_traces`` drops it (and says so) and ``repair_torn_tail`` truncates
+it before a resumed run appends.
+"""
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+_SCHEMA_PATH = Path(__file__).parent / "schemas" / "trace.schema.json"
+
+
+class TraceFileError(ValueError):
+    """A trace file that cannot be used (another schema version, invalid records)."""
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    import jsonschema
+
+    schema = json.loads(_SCHEMA_PATH.read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def validate_record(record: dict) -> None:
+    """Raise ``TraceFileError`` with the first schema violation."""
+    errors = sorted(_validator().iter_errors(record), key=lambda e: list(e.path))
+    if errors:
+        e = errors[0]
+        where = "/".join(str(p) for p in e.path) or "<record>"
+        raise TraceFileError(f"record {record.get('case_id', '?')!r} violates the trace schema at {where}: {e.message}")
+
+
+def append_record(path: str | Path, record: dict) -> None:
+    """Append one validated record as one line, flushed to disk."""
+    validate_record(record)
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    with open(path, "ab") as f:
+        f.write(line.encode("utf-8"))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def repair_torn_tail(path: str | Path) -> int:
+    """Truncate a torn last line (a crash mid-write); return the number of bytes dropped."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return 0
+    cut = data.rfind(b"\n") + 1
+    with open(path, "r+b") as f:
+        f.truncate(cut)
+        f.flush()
+        os.fsync(f.fileno())
+    return len(data) - cut
+
+
+def read_traces(path: str | Path, *, validate: bool = True, warn=print) -> list[dict]:
+    """Read every complete record; a torn last line is dropped with a message.
+
+    Raises ``TraceFileError`` for a record of another schema version or a corrupt line that is
+    not the last one (that is not a crash artefact, and silently skipping it would lose data).
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    records = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        last = i == len(lines) - 1  # no trailing newline: possibly torn
+        try:
+            rec = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            if last:
+                warn(f"{path}: dropping a torn last line ({len(line)} bytes) left by an interrupted run")
+                continue
+            raise TraceFileError(f"{path}: line {i + 1} is not valid JSON")
+        if not isinstance(rec, dict):
+            raise TraceFileError(f"{path}: line {i + 1} is not a JSON object")
+        version = rec.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise TraceFileError(
+                f"{path}: line {i + 1} has trace schema version {version!r}; this toolkit reads version {SCHEMA_VERSION}"
+            )
+        if validate:
+            try:
+                validate_record(rec)
+            except TraceFileError as e:
+                raise TraceFileError(f"{path}: line {i + 1}: {e}") from None
+        records.append(rec)
+    return records
+
+
+def strip_hidden(record: dict) -> dict:
+    """A deep copy of the record without anything derived from the hidden answer."""
+    return json.loads(json.dumps({k: v for k, v in record.items() if k != "hidden"}))

@@ -1,0 +1,175 @@
+"""The rollout loop: attempt every case wave by wave so model backends get whole batches.
+
+For each chunk of ``wave_size`` cases: one wave of direct prompts, then one wave of first
+programs (WRITE), then one wave per repair round (FIX) for the cases whose program still fails
+the public example. Every parsed program runs twice in the sandbox (public example, new input) in
+one ``run_many`` batch per wave. Records are appended in case order once their chunk is done, so
+a killed run loses at most one chunk and ``--resume`` picks up at the first missing case.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from cases import Case, tables_equal
+
+from .backends import Backend, GenerationRequest, Task
+from .grading import hidden_block
+from .parsing import parse_code, parse_table
+from .prompts import direct_messages, feedback_from_run, fix_messages, write_messages
+from .records import SCHEMA_VERSION, append_record
+
+
+@dataclass
+class RolloutConfig:
+    max_repairs: int = 2
+    exec_timeout_s: float = 1.5
+    memory_mb: int = 256
+    wave_size: int = 64
+    progress_every: int = 0  # print a one-line status every N cases (0: only the tqdm bar)
+    progress: bool = True
+
+
+@dataclass
+class _Attempt:
+    case: Case
+    split: str
+    task: Task
+    direct: dict = field(default_factory=dict)
+    rounds: list = field(default_factory=list)
+    feedback: object = None
+
+    @property
+    def solved_visible(self) -> bool:
+        return bool(self.rounds) and self.rounds[-1]["visible_pass"]
+
+
+def _task(case: Case) -> Task:
+    return Task(case.case_id, case.input_table, case.output_table, case.test_table)
+
+
+def _run_dict(result, *, with_output: bool) -> dict:
+    d = {"ok": result.ok, "error": result.error, "message": result.message, "wall_ms": round(result.wall_ms, 3)}
+    if with_output:
+        d["output"] = result.output
+    return d
+
+
+def _direct_wave(backend: Backend, attempts: list[_Attempt]) -> None:
+    reqs = [GenerationRequest("direct", direct_messages(a.task), a.task) for a in attempts]
+    for a, comp in zip(attempts, backend.generate(reqs)):
+        parsed = parse_table(comp.text)
+        a.direct = {
+            "raw": comp.text,
+            "table": parsed.value if parsed.status != "failed" else None,
+            "parse": {"status": parsed.status, "detail": parsed.detail},
+            "prompt_tokens": comp.prompt_tokens,
+            "completion_tokens": comp.completion_tokens,
+            "gen_ms": round(comp.latency_ms, 3),
+            "finish_reason": comp.finish_reason,
+        }
+
+
+def _program_wave(backend: Backend, sandbox, attempts: list[_Attempt], rnd: int, cfg: RolloutConfig) -> None:
+    reqs = []
+    for a in attempts:
+        if rnd == 0:
+            reqs.append(GenerationRequest("write", write_messages(a.task), a.task, round=0))
+        else:
+            prev = a.rounds[-1]["code"] or ""
+            reqs.append(GenerationRequest("fix", fix_messages(a.task, prev, a.feedback), a.task,
+                                          round=rnd, previous_code=prev, feedback=a.feedback))
+    comps = backend.generate(reqs)
+    parsed = [parse_code(c.text) for c in comps]
+    jobs, owners = [], []
+    for i, (a, p) in enumerate(zip(attempts, parsed)):
+        if p.status != "failed":
+            jobs += [(p.value, a.case.input_table), (p.value, a.case.test_table)]
+            owners.append(i)
+    results = sandbox.run_many(jobs, timeout_s=cfg.exec_timeout_s, memory_mb=cfg.memory_mb) if jobs else []
+    by_owner = {i: (results[2 * k], results[2 * k + 1]) for k, i in enumerate(owners)}
+    for i, (a, comp, p) in enumerate(zip(attempts, comps, parsed)):
+        if i in by_owner:
+            vis_res, test_res = by_owner[i]
+            visible, test = _run_dict(vis_res, with_output=True), _run_dict(test_res, with_output=False)
+            passed = vis_res.ok and tables_equal(vis_res.output, a.case.output_table)
+            if vis_res.ok and not passed:
+                visible["error"], visible["message"] = "wrong_output", "output differs from the public example"
+            test_output = test_res.output if test_res.ok else None
+            a.feedback = None if passed else feedback_from_run(
+                a.case.output_table, vis_res.output, vis_res.error if not vis_res.ok else "wrong_output",
+                vis_res.message if not vis_res.ok else visible["message"])
+        else:
+            msg = f"no program found in the answer: {p.detail}"
+            visible = {"ok": False, "error": "parse", "message": msg, "wall_ms": 0.0, "output": None}
+            test = {"ok": False, "error": "parse", "message": msg, "wall_ms": 0.0}
+            passed, test_output = False, None
+            a.feedback = feedback_from_run(a.case.output_table, None, "parse", msg)
+        a.rounds.append({
+            "round": rnd, "kind": "write" if rnd == 0 else "fix", "raw": comp.text,
+            "code": p.value if p.status != "failed" else None,
+            "parse": {"status": p.status, "detail": p.detail},
+            "visible": visible, "visible_pass": passed, "test": test, "test_output": test_output,
+            "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
+            "gen_ms": round(comp.latency_ms, 3), "finish_reason": comp.finish_reason,
+        })
+
+
+def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig) -> dict:
+    parts = [a.direct] + a.rounds
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "case_id": a.case.case_id, "family": a.case.family, "split": a.split,
+        "backend": backend.name, "model": backend.model_name, "max_repairs": cfg.max_repairs,
+        "task": {"input_table": a.case.input_table, "output_table": a.case.output_table,
+                 "test_table": a.case.test_table},
+        "direct": a.direct, "rounds": a.rounds,
+        "totals": {
+            "prompt_tokens": sum(p["prompt_tokens"] for p in parts),
+            "completion_tokens": sum(p["completion_tokens"] for p in parts),
+            "gen_ms": round(sum(p["gen_ms"] for p in parts), 3),
+            "sandbox_ms": round(sum(r["visible"]["wall_ms"] + r["test"]["wall_ms"] for r in a.rounds), 3),
+        },
+        "hidden": hidden_block(a.case, a.direct["table"], [r["test_output"] for r in a.rounds]),
+    }
+
+
+def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, sandbox,
+                cfg: RolloutConfig) -> list[dict]:
+    """Trace one chunk of cases in waves and return their records (nothing is written)."""
+    chunk = [_Attempt(c, split_of.get(c.case_id, "unassigned"), _task(c)) for c in cases]
+    _direct_wave(backend, chunk)
+    active = chunk
+    for rnd in range(cfg.max_repairs + 1):
+        if not active:
+            break
+        _program_wave(backend, sandbox, active, rnd, cfg)
+        active = [a for a in active if not a.solved_visible]
+    return [_record(a, backend, cfg) for a in chunk]
+
+
+def rollout(cases: list[Case], split_of: dict[str, str], backend: Backend, sandbox, out_path,
+            cfg: RolloutConfig, *, done_ids: frozenset[str] = frozenset()) -> dict:
+    """Trace every case not in ``done_ids`` and append its record to ``out_path``.
+
+    Returns counts for the run summary. Records are written in the order of ``cases``.
+    """
+    from tqdm import tqdm
+
+    todo = [c for c in cases if c.case_id not in done_ids]
+    t0, written, visible_passes = time.monotonic(), 0, 0
+    bar = tqdm(total=len(todo), desc="tracing", unit="case", disable=not cfg.progress)
+    try:
+        for start in range(0, len(todo), cfg.wave_size):
+            for rec in trace_cases(todo[start:start + cfg.wave_size], split_of, backend, sandbox, cfg):
+                append_record(out_path, rec)
+                written += 1
+                visible_passes += bool(rec["rounds"]) and rec["rounds"][-1]["visible_pass"]
+                bar.update(1)
+                if cfg.progress_every and written % cfg.progress_every == 0:
+                    bar.write(f"[{written}/{len(todo)}] {time.monotonic() - t0:.1f}s, "
+                              f"{visible_passes} programs pass their public example")
+    finally:
+        bar.close()
+    return {"traced": written, "skipped": len(cases) - len(todo), "visible_passes": visible_passes,
+            "seconds": round(time.monotonic() - t0, 3)}

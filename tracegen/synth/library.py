@@ -1,0 +1,255 @@
+"""The operator library the search draws from: which steps to try on a table, with which parameters.
+
+Parameters are inferred from the current table and the target rather than enumerated blindly:
+separators are the punctuation runs found inside a column's cells, and a split is proposed only if
+one of its pieces is a target cell; merges only with a separator that rebuilds a target cell;
+extraction patterns (a fixed library plus patterns anchored on the text around a target value
+found inside a cell) only when they pull a target value out; keywords for deleting rows come from
+cells the target does not contain; wrap sizes from the ratio of the shapes.
+Each proposal is a ``(name, params)`` step; ``OPERATORS[name]`` is the function that applies it.
+Steps are proposed general-first, so when two steps reach the same table the general one is kept.
+Not covered: operators whose parameters are free text absent from the example.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Iterator
+
+from . import operators as ops
+from .heuristic import Target
+
+Table = list[list[str]]
+Step = tuple[str, dict]
+
+OPERATORS = {
+    name: getattr(ops, name) for name in (
+        "drop_column", "move_column", "copy_column", "merge_columns", "split_column", "split_once",
+        "extract", "divide", "delete_empty_columns", "strip_cells", "delete_empty_rows",
+        "delete_rows", "delete_first_rows", "delete_last_rows", "delete_duplicate_rows", "fill_down",
+        "explode", "transpose", "fold", "fold_with_header", "unfold", "wrap_rows", "wrap_all",
+        "wrap_records", "group_by_key",
+    )
+}
+
+# general patterns first: a number, a word, a bracketed part, an email, a date, the first/last word
+PATTERNS = (
+    r"-?\d+(?:[.,]\d+)*", r"\d+", r"[A-Za-z][A-Za-z.' -]*[A-Za-z]", r"[A-Za-z]+",
+    r"\(([^)]*)\)", r"\[([^\]]*)\]", r'"([^"]*)"', r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+    r"\d{1,4}[/-]\d{1,2}[/-]\d{1,4}", r"\(?\d{3}\)?[ .-]?\d{3}[ .-]\d{4}", r"^\S+", r"\S+$",
+)
+MERGE_SEPS = (" ", "", ", ", ",", "-", "/", ":", ": ", "_", ".", " - ", "|", ";", "; ")
+_PREDS = ("empty", "nonempty", "numeric", "not_numeric")
+_SEP_RUN = re.compile(r"[\W_]+")
+_TOKEN = re.compile(r"\w\w+")
+
+
+def step_cost(name: str, params: dict) -> float:
+    """Cost of one step when ranking consistent programs: specific parameters cost more."""
+    if name == "delete_rows" and params["pred"] in ("contains", "equals"):
+        return 1.3
+    if name == "extract" and params["pattern"] not in PATTERNS:
+        return 1.3
+    if name in ("delete_first_rows", "delete_last_rows", "copy_column"):
+        return 1.2
+    return 1.0
+
+
+def apply_step(table: Table, step: Step) -> Table:
+    name, params = step
+    return OPERATORS[name](table, **params)
+
+
+def width(table: Table) -> int:
+    return max((len(r) for r in table), default=0)
+
+
+def _column(table: Table, col: int) -> list[str]:
+    return [r[col] if col < len(r) else "" for r in table]
+
+
+def separators(cells: list[str], limit: int = 4) -> list[str]:
+    """Punctuation runs inside cells (not at their ends), most frequent first, and their parts."""
+    counts: Counter = Counter()
+    for text in cells:
+        found = set()
+        for m in _SEP_RUN.finditer(text):
+            if m.start() == 0 or m.end() == len(text):
+                continue
+            run = m.group()
+            found.add(run)
+            if len(run) > 1:
+                found.update(run)
+        counts.update(found)
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))
+    return [sep for sep, _ in ranked[:limit]]
+
+
+def _context_patterns(cells: list[str], tgt: Target, limit: int = 2) -> list[str]:
+    """Regexes that cut a target value out of a cell by the words right around it."""
+    out: list[str] = []
+    for text in cells:
+        for value in tgt.values:
+            if len(out) >= limit:
+                return out
+            i = text.find(value) if value != text else -1
+            if i < 0:
+                continue
+            before = re.search(r"\S+\s*$", text[:i])
+            after = re.match(r"\s*\S+", text[i + len(value):])
+            if before and after:
+                pat = re.escape(before.group()) + "(.+?)" + re.escape(after.group())
+            elif before:
+                pat = re.escape(before.group()) + "(.+)$"
+            elif after:
+                pat = "^(.+?)" + re.escape(after.group())
+            else:
+                continue
+            if pat not in out:
+                out.append(pat)
+    return out
+
+
+# ---------------------------------------------------------------- proposals
+
+def _whole_table(table: Table, tgt: Target) -> Iterator[Step]:
+    cells = [c for r in table for c in r]
+    if any(not c.strip() for r in table for c in r) and any(not any(c.strip() for c in r) for r in table):
+        yield "delete_empty_rows", {}
+    cols = [_column(table, c) for c in range(width(table))]
+    if any(not any(v.strip() for v in col) for col in cols):
+        yield "delete_empty_columns", {}
+    if any(c != c.strip() for c in cells):
+        yield "strip_cells", {}
+    if len({tuple(r) for r in table}) < len(table):
+        yield "delete_duplicate_rows", {}
+    if len(table) > 1 or width(table) > 1:
+        yield "transpose", {}
+
+
+def _rows(table: Table, tgt: Target) -> Iterator[Step]:
+    n, w = len(table), width(table)
+    for col in range(w):
+        values = _column(table, col)
+        blank = [not v.strip() for v in values]
+        if any(blank) and not blank[0] and any(b for b in blank[1:]):
+            yield "fill_down", {"col": col}
+        for pred in _PREDS:
+            hits = sum(ops._test(v, pred, "") for v in values)
+            if 0 < hits < n:
+                yield "delete_rows", {"col": col, "pred": pred, "value": ""}
+
+
+def _reshape(table: Table, tgt: Target) -> Iterator[Step]:
+    n, w = len(table), width(table)
+    for start in range(0, w - 1):
+        for size in (1, 2, 3):
+            rest = w - start
+            if size == 1 or (rest % size == 0 and rest // size >= 2):
+                yield "fold", {"start": start, "width": size}
+        if n >= 2:
+            yield "fold_with_header", {"start": start}
+    for hcol in range(w):
+        distinct = len(set(_column(table, hcol)))
+        if not 2 <= distinct < n or n < 3:
+            continue
+        vcols = range(w) if w <= 4 else sorted({min(hcol + 1, w - 1), w - 1})
+        for vcol in vcols:
+            if vcol != hcol:
+                for header in ("none", "blank", "first"):
+                    yield "unfold", {"hcol": hcol, "vcol": vcol, "header": header}
+    sizes = {2, 3}
+    if w and tgt.n_cols % w == 0:
+        sizes.add(tgt.n_cols // w)
+    if tgt.n_rows:
+        sizes.update({n // tgt.n_rows, math.ceil(n / tgt.n_rows)})
+    for k in sorted(s for s in sizes if 2 <= s < n):
+        yield "wrap_rows", {"count": k}
+    if n >= 2:
+        yield "wrap_all", {}
+    for col in range(min(w, 3)):
+        values = _column(table, col)
+        if values[0].strip() and any(not v.strip() for v in values):
+            yield "wrap_records", {"col": col, "pred": "nonempty", "value": ""}
+        if 2 <= values.count(values[0]) < n:
+            yield "wrap_records", {"col": col, "pred": "equals", "value": values[0]}
+        runs = sum(1 for i in range(1, n) if values[i] != values[i - 1]) + 1
+        if w >= 2 and runs < n:
+            yield "group_by_key", {"col": col}
+
+
+def _cells(table: Table, tgt: Target) -> Iterator[Step]:
+    w = width(table)
+    for col in range(w):
+        values = _column(table, col)
+        inside = [v for v in values if v and v not in tgt.values and any(t in v for t in tgt.values)]
+        for sep in separators(values):
+            pieces = [p for v in values for p in v.split(sep)]
+            if any(p in tgt.values for p in pieces):
+                yield "split_column", {"col": col, "sep": sep}
+                yield "split_once", {"col": col, "sep": sep, "from_right": False}
+                if any(v.count(sep) > 1 for v in values):
+                    yield "split_once", {"col": col, "sep": sep, "from_right": True}
+                if len(tgt.table) > len(table):
+                    yield "explode", {"col": col, "sep": sep}
+        if inside:
+            for pat in PATTERNS + tuple(_context_patterns(inside, tgt)):
+                rx = re.compile(pat)
+                for v in inside:
+                    m = rx.search(v)
+                    got = (m.group(1) if rx.groups else m.group(0)) if m else None
+                    if got and got != v and got in tgt.values:
+                        yield "extract", {"col": col, "pattern": pat}
+                        break
+        kinds = {ops._test(v, "numeric", "") for v in values if v.strip()}
+        if len(kinds) == 2:
+            yield "divide", {"col": col, "pred": "numeric"}
+            yield "divide", {"col": col, "pred": "not_numeric"}
+    rows = [r for r in table if len(r) >= 2][:4]
+    for left in range(w):
+        for right in range(w):
+            if left == right:
+                continue
+            for sep in MERGE_SEPS:
+                if any(r[left] and r[right] and sep.join((r[left], r[right])) in tgt.values
+                       for r in rows if max(left, right) < len(r)):
+                    yield "merge_columns", {"left": left, "right": right, "sep": sep}
+
+
+def _columns(table: Table, tgt: Target) -> Iterator[Step]:
+    w = width(table)
+    for col in range(w):
+        yield "drop_column", {"col": col}
+    for src in range(w):
+        dsts = range(w) if w <= 6 else sorted({0, w - 1, max(src - 1, 0), min(src + 1, w - 1)})
+        for dst in dsts:
+            if dst != src and dst != src - 1:  # moving src to src-1 equals moving src-1 to src
+                yield "move_column", {"src": src, "dst": dst}
+    for col in range(w):
+        yield "copy_column", {"col": col}
+
+
+def _specific(table: Table, tgt: Target) -> Iterator[Step]:
+    n = len(table)
+    foreign = Counter(c for r in table for c in r if c.strip() and c not in tgt.values)
+    joined_tgt = "\x1f".join(tgt.values)
+    for value, _ in sorted(foreign.items(), key=lambda kv: (-kv[1], kv[0]))[:3]:
+        yield "delete_rows", {"col": -1, "pred": "equals", "value": value}
+    tokens = Counter(t for c in foreign for t in set(_TOKEN.findall(c)) if t not in joined_tgt)
+    for token, _ in sorted(tokens.items(), key=lambda kv: (-kv[1], kv[0]))[:3]:
+        yield "delete_rows", {"col": -1, "pred": "contains", "value": token}
+    if any(not c.strip() for r in table for c in r):
+        yield "delete_rows", {"col": -1, "pred": "empty", "value": ""}
+    for k in (1, 2, 3):
+        if n > k:
+            yield "delete_first_rows", {"count": k}
+    for k in (1, 2):
+        if n > k:
+            yield "delete_last_rows", {"count": k}
+
+
+def propose(table: Table, tgt: Target) -> Iterator[Step]:
+    """Every step worth trying on ``table`` given the target, general steps first."""
+    for source in (_whole_table, _rows, _reshape, _cells, _columns, _specific):
+        yield from source(table, tgt)

@@ -1,0 +1,293 @@
+"""Table operators of the synthesizer: pure functions on tables (lists of rows of strings).
+
+These functions are the single definition of what each program step does: the search calls them
+in-process and ``codegen`` copies their source, verbatim, into the emitted ``transform`` program.
+So every function here
+- uses only builtins, ``re`` and the private helpers of this module (codegen finds them by name);
+- reads no module-level constant, never mutates its input and returns fresh row lists;
+- never raises on a table of strings of any shape: a column past the end of a row reads as an
+  empty cell, so a program learned on the example also runs on a new input of another shape.
+
+Covered: the layout operators of Foofah / Potter's Wheel / Data Wrangler (drop, move, copy, merge,
+split, extract, delete, fill, divide, fold, unfold, transpose, wrap, explode, trim).
+Not covered: arithmetic, sorting, case changes and other per-cell string rewriting.
+"""
+from __future__ import annotations
+
+import re
+
+
+# ---------------------------------------------------------------- helpers
+
+def _cell(row, col):
+    return row[col] if 0 <= col < len(row) else ""
+
+
+def _padded(row, width):
+    return list(row) + [""] * (width - len(row))
+
+
+def _rectangle(table):
+    width = max((len(row) for row in table), default=0)
+    return [_padded(row, width) for row in table]
+
+
+def _test(cell, pred, value):
+    """Does one cell satisfy a row predicate? Empty means blank after trimming spaces."""
+    text = cell.strip()
+    if pred == "empty":
+        return text == ""
+    if pred == "nonempty":
+        return text != ""
+    if pred == "numeric":
+        return re.fullmatch(r"[-+]?[$€£]?(\d[\d,]*(\.\d*)?|\.\d+)%?", text) is not None
+    if pred == "not_numeric":
+        return not _test(cell, "numeric", value)
+    if pred == "contains":
+        return value in cell
+    if pred == "equals":
+        return cell == value
+    return False
+
+
+# ---------------------------------------------------------------- columns
+
+def drop_column(table, col):
+    """Remove column `col`."""
+    return [list(row[:col]) + list(row[col + 1:]) for row in table]
+
+
+def move_column(table, src, dst):
+    """Move column `src` so that it ends up at position `dst`."""
+    out = []
+    for row in table:
+        cells = _padded(row, max(src, dst) + 1)
+        cells.insert(dst, cells.pop(src))
+        out.append(cells)
+    return out
+
+
+def copy_column(table, col):
+    """Insert a copy of column `col` right after it."""
+    out = []
+    for row in table:
+        cells = _padded(row, col + 1)
+        out.append(cells[:col + 1] + [cells[col]] + cells[col + 1:])
+    return out
+
+
+def merge_columns(table, left, right, sep):
+    """Join the non-empty cells of columns `left` and `right` with `sep` into column `left`."""
+    out = []
+    for row in table:
+        cells = _padded(row, max(left, right) + 1)
+        cells[left] = sep.join(v for v in (cells[left], cells[right]) if v)
+        del cells[right]
+        out.append(cells)
+    return out
+
+
+def split_column(table, col, sep):
+    """Split column `col` at every `sep` into as many columns as the longest split needs."""
+    parts = [_cell(row, col).split(sep) for row in table]
+    width = max((len(p) for p in parts), default=1)
+    out = []
+    for row, p in zip(table, parts):
+        cells = _padded(row, col + 1)
+        out.append(cells[:col] + p + [""] * (width - len(p)) + cells[col + 1:])
+    return out
+
+
+def split_once(table, col, sep, from_right):
+    """Split column `col` in two at the first (or last) `sep`; cells without it stay left."""
+    out = []
+    for row in table:
+        cells = _padded(row, col + 1)
+        text = cells[col]
+        head, found, tail = text.rpartition(sep) if from_right else text.partition(sep)
+        pair = [head, tail] if found else [text, ""]
+        out.append(cells[:col] + pair + cells[col + 1:])
+    return out
+
+
+def extract(table, col, pattern):
+    """Insert after column `col` the first match of `pattern` (its group 1 if it has one)."""
+    regex = re.compile(pattern)
+    out = []
+    for row in table:
+        cells = _padded(row, col + 1)
+        m = regex.search(cells[col])
+        value = (m.group(1) if regex.groups else m.group(0)) if m else ""
+        out.append(cells[:col + 1] + [value or ""] + cells[col + 1:])
+    return out
+
+
+def divide(table, col, pred):
+    """Divide column `col` in two: cells satisfying `pred` stay, the others move one right."""
+    out = []
+    for row in table:
+        cells = _padded(row, col + 1)
+        text = cells[col]
+        keep = text if _test(text, pred, "") else ""
+        moved = "" if keep or not text.strip() else text
+        out.append(cells[:col] + [keep, moved] + cells[col + 1:])
+    return out
+
+
+def delete_empty_columns(table):
+    """Remove the columns whose cells are all blank."""
+    rect = _rectangle(table)
+    keep = [c for c in range(len(rect[0]) if rect else 0) if any(row[c].strip() for row in rect)]
+    return [[row[c] for c in keep] for row in rect]
+
+
+def strip_cells(table):
+    """Trim leading and trailing whitespace from every cell."""
+    return [[cell.strip() for cell in row] for row in table]
+
+
+# ---------------------------------------------------------------- rows
+
+def delete_empty_rows(table):
+    """Remove the rows whose cells are all blank."""
+    return [list(row) for row in table if any(cell.strip() for cell in row)]
+
+
+def delete_rows(table, col, pred, value):
+    """Remove the rows whose cell in column `col` satisfies the predicate (col -1: any cell)."""
+    if col < 0:
+        return [list(row) for row in table if not any(_test(c, pred, value) for c in row)]
+    return [list(row) for row in table if not _test(_cell(row, col), pred, value)]
+
+
+def delete_first_rows(table, count):
+    """Remove the first `count` rows."""
+    return [list(row) for row in table[count:]]
+
+
+def delete_last_rows(table, count):
+    """Remove the last `count` rows."""
+    return [list(row) for row in table[:max(len(table) - count, 0)]]
+
+
+def fill_down(table, col):
+    """Fill blank cells of column `col` with the nearest non-blank cell above."""
+    out, last = [], ""
+    for row in table:
+        cells = _padded(row, col + 1)
+        if cells[col].strip():
+            last = cells[col]
+        else:
+            cells[col] = last
+        out.append(cells)
+    return out
+
+
+def delete_duplicate_rows(table):
+    """Keep only the first of identical rows."""
+    seen, out = set(), []
+    for row in table:
+        if tuple(row) not in seen:
+            seen.add(tuple(row))
+            out.append(list(row))
+    return out
+
+
+def explode(table, col, sep):
+    """Give each `sep`-separated piece of column `col` its own copy of the row."""
+    out = []
+    for row in table:
+        cells = _padded(row, col + 1)
+        for piece in cells[col].split(sep):
+            out.append(cells[:col] + [piece] + cells[col + 1:])
+    return out
+
+
+# ---------------------------------------------------------------- reshaping
+
+def transpose(table):
+    """Rows become columns."""
+    return [list(col) for col in zip(*_rectangle(table))]
+
+
+def fold(table, start, width):
+    """Each row becomes one row per group of `width` cells from column `start` on, keyed by the
+    cells before `start`."""
+    out = []
+    for row in table:
+        keys = _padded(row[:start], start)
+        for c in range(start, len(row), width):
+            out.append(keys + _padded(row[c:c + width], width))
+    return out
+
+
+def fold_with_header(table, start):
+    """Like fold with width 1, but each value row also gets its column's name from row 0."""
+    if not table:
+        return []
+    header = table[0]
+    out = []
+    for row in table[1:]:
+        keys = _padded(row[:start], start)
+        for c in range(start, len(row)):
+            out.append(keys + [_cell(header, c), row[c]])
+    return out
+
+
+def unfold(table, hcol, vcol, header):
+    """Spread column `vcol` into one column per distinct value of column `hcol`, one row per
+    distinct key (the other columns). `header`: "none"; "blank" adds a first row naming the new
+    columns; "first" also takes row 0 as the input's header and keeps its key names."""
+    rect = _rectangle(table)
+    top = rect[0] if header == "first" and rect else None
+    if top is not None:
+        rect = rect[1:]
+    names, rows = [], {}
+    for row in rect:
+        key = tuple(v for c, v in enumerate(row) if c not in (hcol, vcol))
+        name = _cell(row, hcol)
+        if name not in names:
+            names.append(name)
+        rows.setdefault(key, {})[name] = _cell(row, vcol)
+    out = [list(key) + [values.get(n, "") for n in names] for key, values in rows.items()]
+    if top is not None:
+        out.insert(0, [v for c, v in enumerate(top) if c not in (hcol, vcol)] + names)
+    elif header == "blank":
+        width = max(len(rect[0]) - 2, 0) if rect else 0
+        out.insert(0, [""] * width + names)
+    return out
+
+
+def wrap_rows(table, count):
+    """Join every `count` consecutive rows into one row."""
+    groups = [sum((list(r) for r in table[i:i + count]), []) for i in range(0, len(table), count)]
+    return _rectangle(groups)
+
+
+def wrap_all(table):
+    """Join all rows into a single row."""
+    return [sum((list(r) for r in table), [])] if table else []
+
+
+def wrap_records(table, col, pred, value):
+    """Join rows into records: a record starts at each row whose column `col` satisfies the
+    predicate; the rows before the first such row form a record of their own."""
+    groups = []
+    for row in table:
+        if not groups or _test(_cell(row, col), pred, value):
+            groups.append([])
+        groups[-1].extend(row)
+    return _rectangle(groups)
+
+
+def group_by_key(table, col):
+    """Join each run of consecutive rows with the same cell in column `col` into one row: that
+    cell, then the other cells of every row of the run."""
+    groups, last = [], None
+    for row in table:
+        key = _cell(row, col)
+        if not groups or key != last:
+            groups.append([key])
+            last = key
+        groups[-1].extend(v for c, v in enumerate(row) if c != col)
+    return _rectangle(groups)
