@@ -13,7 +13,7 @@ from tracegen.grading import headroom_families
 from .policies import FIXED_POLICIES, Oracle
 from .rule import select_rule
 from .simulate import simulate
-from .stats import summarize_outcomes
+from .stats import paired_tests, summarize_outcomes
 from .training import full_state_pairs, labelled
 
 
@@ -54,4 +54,5 @@ def run_cv(records, cfg, log=print) -> dict:
             f"oracle={res['oracle_seq']['accuracy']}")
     return {"k": len(folds), "folds": fold_results,
             "pooled": {name: summarize_outcomes(outs) for name, outs in pooled.items()},
+            "pooled_paired_tests": paired_tests(pooled, split="test", seed=cfg.seed),
             "pooled_outcomes": pooled}

@@ -19,6 +19,8 @@ from .stats import paired_tests, summarize_outcomes
 from .training import full_state_pairs, labelled
 
 SPLITS = ("train", "dev", "test")
+POLICY_NAMES = (*FIXED_POLICIES, "oracle_seq", "learned_rule", "lora_seq_policy", "lora_shuffled_seq",
+                "learned_rule_dagger", "lora_dagger")
 
 
 @dataclass
@@ -32,6 +34,7 @@ class ExperimentConfig:
     cost: str = field(default="generations", metadata={"help": "cost model: generations or tokens"})
     frontier_lambdas: tuple = field(default=(0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0),
                                     metadata={"help": "trade-off weights swept for the frontier"})
+    policies: tuple | None = field(default=None, metadata={"help": "report only these policies (default: all)"})
     bootstrap_resamples: int = 2000
     lora: object = None  # controller.lora.LoraPolicyConfig, built by the CLI
     adapters_dir: str = "reports/adapters"
@@ -157,6 +160,9 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
         timing["cv_s"] = round(time.monotonic() - t, 2)
 
     # --- statistics and failures -----------------------------------------------------------
+    if cfg.policies:
+        outcomes = {k: v for k, v in outcomes.items() if k in cfg.policies}
+        summary["policy_results"] = {k: v for k, v in results.items() if k in cfg.policies}
     summary["paired_tests"] = {s: paired_tests(outcomes, split=s, seed=cfg.seed) for s in ("dev", "test")}
     summary["failures"] = failure_breakdown(records, outcomes)
     timing["controllers_total_s"] = round(time.monotonic() - t0, 2)

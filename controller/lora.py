@@ -16,8 +16,10 @@ Simplifications, stated:
 * The default base is a tiny random Qwen3.5-architecture model (``tracegen.tiny_model``): it knows
   no language, so the adapter learns the mapping from scratch. ``base_model`` swaps in a real one.
 
-On CPU a training run is deterministic for a seed: the RNG is forked and seeded, batches come
-from a seeded generator, and deterministic algorithms are on for the run.
+On CPU a training run is deterministic for a seed (and thread count): the RNG is forked and
+seeded, batches come from a seeded generator, and deterministic algorithms are on for the run.
+A tiny base runs on one CPU thread (``cpu_threads``): on a shared CPU, torch's spinning worker
+threads made the same run 2-20x slower.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -60,6 +63,9 @@ class LoraPolicyConfig:
     lora_dropout: float = field(default=0.05, metadata={"help": "dropout on the LoRA input"})
     seed: int = field(default=0, metadata={"help": "seed for LoRA init, batch order, shuffling"})
     device: str = field(default="auto", metadata={"help": "'auto' (cuda if available), 'cpu', 'cuda'"})
+    cpu_threads: int = field(default=0, metadata={
+        "help": "torch threads on CPU; 0: one thread for bases under 10M parameters (their "
+                "matrices gain nothing from threads, which stall on a busy CPU), else torch's default"})
     eval_batch_size: int = field(default=64, metadata={"help": "prompts per scoring batch"})
     shuffle_labels: bool = field(default=False, metadata={
         "help": "the shuffled-label control: permute labels across examples before training"})
@@ -99,6 +105,24 @@ def _load_base(base_path: str, device: str) -> tuple[Any, Any]:
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     model = AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype).to(device)
     return model, tok
+
+
+@contextmanager
+def _cpu_threads(config: LoraPolicyConfig, model: Any):
+    """Run the block with the configured number of torch CPU threads, then restore the old one."""
+    import torch
+
+    n = config.cpu_threads
+    if n == 0:
+        small = sum(p.numel() for p in model.parameters()) < 10_000_000
+        on_cpu = next(model.parameters()).device.type == "cpu"
+        n = 1 if (small and on_cpu) else torch.get_num_threads()
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
 
 
 def _resolve_base(config: LoraPolicyConfig) -> tuple[str, bool]:
@@ -159,6 +183,47 @@ def _check_examples(examples: Sequence[PolicyExample]) -> list[PolicyExample]:
 
 # ---------------------------------------------------------------- training
 
+def _train_loop(model: Any, tok: Any, act_ids: dict, data: list[PolicyExample],
+                config: LoraPolicyConfig, gen: Any, progress: bool) -> list[float]:
+    """AdamW over seeded epochs of ``data``; returns the loss of each optimizer step."""
+    import torch
+    from tqdm.auto import tqdm
+
+    mean_w = sum(ex.weight for ex in data) / len(data)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=0.0)
+    warmup = max(1, config.max_steps // 20)
+    # short linear warmup, then linear decay to zero
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(
+        (s + 1) / warmup, max(0.0, (config.max_steps - s) / max(1, config.max_steps - warmup))))
+    order: list[int] = []
+    losses: list[float] = []
+    model.train()
+    bar = tqdm(range(config.max_steps), desc="lora policy", disable=not progress)
+    for _ in bar:
+        step_loss = 0.0
+        for _ in range(config.grad_accum):
+            if len(order) < config.batch_size:  # refill with a fresh seeded epoch
+                order += torch.randperm(len(data), generator=gen).tolist()
+            batch = [data[i] for i in order[:config.batch_size]]
+            del order[:config.batch_size]
+            scores = score_actions(model, tok, act_ids, [ex.prompt for ex in batch],
+                                   [ex.valid_actions for ex in batch], config.max_length)
+            nll = torch.stack([-torch.log_softmax(s, -1)[ex.valid_actions.index(ex.label)] * ex.weight
+                               for s, ex in zip(scores, batch)])
+            loss = nll.sum() / (len(batch) * mean_w * config.grad_accum)
+            loss.backward()
+            step_loss += loss.item()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(step_loss)
+        bar.set_postfix(loss=f"{step_loss:.3f}")
+    model.eval()
+    return losses
+
+
 def train_lora_policy(
     examples: Sequence[PolicyExample],
     config: LoraPolicyConfig,
@@ -172,60 +237,25 @@ def train_lora_policy(
     """
     import torch
     from peft import LoraConfig, get_peft_model
-    from tqdm.auto import tqdm
 
     data = _check_examples(examples)
     if config.shuffle_labels:
         data = shuffle_labels(data, config.seed)
     base_path, is_tiny = _resolve_base(config)
-    device = _device(config.device)
     t0 = time.perf_counter()
-    mean_w = sum(ex.weight for ex in data) / len(data)
-    losses: list[float] = []
-
     prev_det = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         with torch.random.fork_rng(devices=[]):  # seed without disturbing the caller's RNG
             torch.manual_seed(config.seed)
-            model, tok = _load_base(base_path, device)
-            act_ids = action_token_ids(tok)
+            model, tok = _load_base(base_path, _device(config.device))
             lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
                               lora_dropout=config.lora_dropout, task_type="CAUSAL_LM",
                               target_modules=_target_modules(model))
             model = get_peft_model(model, lora)
-            params = [p for p in model.parameters() if p.requires_grad]
-            opt = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=0.0)
-            warmup = max(1, config.max_steps // 20)
-            # short linear warmup, then linear decay to zero
-            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(
-                (s + 1) / warmup, max(0.0, (config.max_steps - s) / max(1, config.max_steps - warmup))))
             gen = torch.Generator().manual_seed(config.seed)
-            order: list[int] = []
-            model.train()
-            bar = tqdm(range(config.max_steps), desc="lora policy", disable=not progress)
-            for _ in bar:
-                step_loss = 0.0
-                for _ in range(config.grad_accum):
-                    if len(order) < config.batch_size:  # refill with a fresh seeded epoch
-                        order += torch.randperm(len(data), generator=gen).tolist()
-                    batch = [data[i] for i in order[:config.batch_size]]
-                    del order[:config.batch_size]
-                    scores = score_actions(model, tok, act_ids, [ex.prompt for ex in batch],
-                                           [ex.valid_actions for ex in batch], config.max_length)
-                    nll = torch.stack([
-                        -torch.log_softmax(s, -1)[ex.valid_actions.index(ex.label)] * ex.weight
-                        for s, ex in zip(scores, batch)])
-                    loss = nll.sum() / (len(batch) * mean_w * config.grad_accum)
-                    loss.backward()
-                    step_loss += loss.item()
-                torch.nn.utils.clip_grad_norm_(params, 1.0)
-                opt.step()
-                sched.step()
-                opt.zero_grad(set_to_none=True)
-                losses.append(step_loss)
-                bar.set_postfix(loss=f"{step_loss:.3f}")
-            model.eval()
+            with _cpu_threads(config, model):
+                losses = _train_loop(model, tok, action_token_ids(tok), data, config, gen, progress)
     finally:
         torch.use_deterministic_algorithms(prev_det)
 
@@ -261,7 +291,7 @@ class LoraPolicy:
         out: list[dict[str, float]] = []
         n = self.config.eval_batch_size
         self.model.eval()
-        with torch.inference_mode():
+        with torch.inference_mode(), _cpu_threads(self.config, self.model):
             for i in range(0, len(prompts), n):
                 va = [tuple(v) for v in valid_actions[i:i + n]]
                 got = score_actions(self.model, self.tokenizer, self._act_ids, list(prompts[i:i + n]),

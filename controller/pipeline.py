@@ -18,7 +18,7 @@ from tracegen.backends import BackendConfig, available_backends
 from tracegen.records import TraceFileError, read_traces, repair_torn_tail
 from tracegen.rollout import RolloutConfig
 
-from .experiment import ExperimentConfig, run_experiment
+from .experiment import POLICY_NAMES, ExperimentConfig, run_experiment
 from .outputs import atomic_write_json, versions, write_predictions
 
 
@@ -121,6 +121,9 @@ def check_flags(cfg: RunConfig) -> None:
         p = Path(e.lora.base_model)
         if not (p / "config.json").is_file():
             raise UsageError(f"--policy-model: {p} holds no model (no config.json there)")
+    unknown = sorted(set(e.policies or ()) - set(POLICY_NAMES))
+    if unknown:
+        raise UsageError(f"--policies: unknown policy {unknown[0]!r}; choose from {', '.join(POLICY_NAMES)}")
     if cfg.resume and not cfg.generate_traces:
         raise UsageError("--resume: only meaningful with --generate-traces")
 
@@ -156,28 +159,39 @@ def _splits(cfg: RunConfig, cases, sandbox_factory, log) -> tuple[dict, dict]:
 
 # ---- traces ---------------------------------------------------------------------------------
 
-def _prepare_trace_file(cfg: RunConfig, tcfg: dict, log) -> frozenset[str]:
-    """Check a resumed run's configuration; back up an old trace file a fresh run would replace."""
+def _check_trace_file(cfg: RunConfig, tcfg: dict, log) -> tuple[frozenset[str], list | None]:
+    """Read-only checks of an existing trace file, before anything is written.
+
+    Returns (case ids already traced, when resuming; the validated records, when only reusing).
+    """
     path, cpath = trace_path(cfg), _run_config_path(cfg)
-    if cfg.resume and path.exists():
-        if cpath.exists() and not cfg.force:
-            old = json.loads(cpath.read_text())["trace_config"]
-            diffs = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in tcfg.items() if old.get(k) != v]
-            if diffs:
-                raise UsageError(f"--resume: {path} was made with other settings ({'; '.join(diffs)}); "
-                                 "pass --force to continue it anyway")
+    try:
+        if not cfg.generate_traces:
+            return frozenset(), read_traces(path, warn=log)
+        if cfg.resume and path.exists():
+            if cpath.exists() and not cfg.force:
+                old = json.loads(cpath.read_text())["trace_config"]
+                diffs = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in tcfg.items() if old.get(k) != v]
+                if diffs:
+                    raise UsageError(f"--resume: {path} was made with other settings ({'; '.join(diffs)}); "
+                                     "pass --force to continue it anyway")
+            return frozenset(r["case_id"] for r in read_traces(path, warn=log)), None
+    except TraceFileError as err:
+        raise UsageError(str(err)) from None
+    return frozenset(), None
+
+
+def _start_trace_file(cfg: RunConfig, log) -> None:
+    """Drop a torn tail before appending; a fresh run moves an old trace file aside, never deletes it."""
+    path = trace_path(cfg)
+    if cfg.resume:
         dropped = repair_torn_tail(path)
         if dropped:
             log(f"{path}: dropped a torn last line ({dropped} bytes) left by an interrupted run")
-        try:
-            return frozenset(r["case_id"] for r in read_traces(path, validate=False, warn=log))
-        except TraceFileError as err:
-            raise UsageError(str(err)) from None
-    if path.exists() and path.stat().st_size:
+    elif path.exists() and path.stat().st_size:
         backup = path.with_suffix(f".{time.strftime('%Y%m%d-%H%M%S')}.bak")
         shutil.move(str(path), backup)
         log(f"{path} existed: moved it to {backup.name} (use --resume to continue a run instead)")
-    return frozenset()
 
 
 def _generate(cfg: RunConfig, cases, split_of, tcfg, done, log) -> dict:
@@ -185,6 +199,7 @@ def _generate(cfg: RunConfig, cases, split_of, tcfg, done, log) -> dict:
     from tracegen.backends import get_backend
     from tracegen.rollout import rollout
 
+    _start_trace_file(cfg, log)
     atomic_write_json(_run_config_path(cfg), {"trace_config": tcfg, "backend": asdict(cfg.backend),
                                               "rollout": asdict(cfg.rollout)})
     backend = get_backend(cfg.backend)
@@ -215,10 +230,11 @@ def run(cfg: RunConfig, log=print) -> dict:
     from sandbox import Sandbox
 
     manifest = _reports(cfg) / "split_manifest.json"
-    if cfg.resume and not cfg.split_manifest and manifest.exists() and path.exists():
-        cfg.split_manifest = str(manifest)  # a resumed run keeps its split
+    reuse = cfg.resume or not cfg.generate_traces
+    if reuse and not cfg.split_manifest and manifest.exists() and path.exists():
+        cfg.split_manifest = str(manifest)  # a resumed or re-analysed run keeps its split
+    done, records = _check_trace_file(cfg, tcfg, log)
     split_families, split_info = _splits(cfg, cases, lambda: Sandbox(workers=cfg.workers), log)
-    done = _prepare_trace_file(cfg, tcfg, log) if cfg.generate_traces else frozenset()
     split_of_family = {f: s for s, fs in split_families.items() for f in fs}
     split_of = {c.case_id: split_of_family.get(c.family, "unassigned") for c in cases}
     counts = {s: sum(1 for c in cases if split_of[c.case_id] == s) for s in ("train", "dev", "test")}
@@ -232,10 +248,8 @@ def run(cfg: RunConfig, log=print) -> dict:
         timing["trace_stats"] = _generate(cfg, cases, split_of, tcfg, done, log)
         timing["traces_s"] = round(time.monotonic() - t, 2)
 
-    try:
+    if records is None:
         records = read_traces(path, warn=log)
-    except TraceFileError as err:
-        raise UsageError(str(err)) from None
     for r in records:  # the split in force is the current manifest's
         r["split"] = split_of_family.get(r["family"], "unassigned")
     log(f"training and simulating controllers on {len(records)} records ...")

@@ -2,11 +2,11 @@
 
 ``confine`` applies, in this order, each kernel protection the worker's plan enables: point
 stdin/stdout/stderr at /dev/null and close every other inherited descriptor except the result
-pipe (moved to fd 3); ``chroot`` into an empty read-only directory; drop to an unprivileged
-uid/gid with no supplementary groups; ask for SIGKILL if the worker dies; make the process
-non-dumpable; resource limits (address space, CPU seconds, no new processes, no new files or
-descriptors, no file writes, no core dumps, no locked memory); no-new-privileges; the seccomp
-filter. A step the plan marks as required that fails ends the child with ``crash`` rather than
+pipe (moved to fd 3); drop to an unprivileged uid/gid with no supplementary groups (which also makes the process non-dumpable); outside a
+PID namespace, ask for SIGKILL if the worker dies; resource limits (address space, CPU seconds,
+no new descriptors, and no new processes where the worker could not set that for it); the
+seccomp filter. The worker has already set what is the same for every run and inherited:
+its ``chroot`` into an empty read-only directory, no-new-privileges and ``STATIC_RLIMITS``. A step the plan marks as required that fails ends the child with ``crash`` rather than
 run the program with less protection than the worker reported.
 
 ``execute`` then parses the program, applies the courtesy AST check, runs its top level with
@@ -20,10 +20,10 @@ outside (``zygote.py``), and the final strict check, which the parent does on th
 """
 from __future__ import annotations
 
-import ast
 import builtins
 import json
 import os
+import random
 import resource
 import signal
 
@@ -44,8 +44,23 @@ class Refused(Exception):
 
 # ----------------------------------------------------------------------------- confinement
 
+# Limits that are the same for every run are set once in the worker and inherited; the worker
+# itself needs none of what they forbid. RLIMIT_NPROC joins them when the worker is root (root
+# is exempt from it, the unprivileged child is not), else each child sets it.
+STATIC_RLIMITS = ((resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0),
+                  (resource.RLIMIT_MEMLOCK, 0), (resource.RLIMIT_MSGQUEUE, 0))
+
+
+def set_rlimits(pairs) -> None:
+    for res, value in pairs:
+        try:
+            resource.setrlimit(res, value if isinstance(value, tuple) else (value, value))
+        except ValueError as exc:  # e.g. a hard limit below ours: keep the lower one
+            raise OSError(1, str(exc)) from None
+
+
 def confine(plan: dict, result_fd: int, report: dict | None = None) -> None:
-    """Apply the plan's protections; record each step's success in ``report`` if given."""
+    """Apply the plan's per-run protections; record each step's success in ``report``."""
     def step(name, fn):
         try:
             fn()
@@ -61,35 +76,20 @@ def confine(plan: dict, result_fd: int, report: dict | None = None) -> None:
         os.dup2(result_fd, 3)
     os.dup2(0, 2)  # the worker's fd 0 is /dev/null, opened read-write
     os.closerange(4, 1 << 16)
-    if plan["chroot"]:
-        step("chroot", lambda: (os.chroot(plan["chroot"]), os.chdir("/")))
-    if plan["uid"] is not None:
+    if plan["uid"] is not None:  # also makes the process non-dumpable (kernel rule on setuid)
         step("drop_uid", lambda: (os.setgroups([]), os.setresgid(*[plan["gid"]] * 3),
                                   os.setresuid(*[plan["uid"]] * 3)))
-    step("parent_death_signal", lambda: _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL))
-    if os.getppid() != plan["worker_pid"]:
-        os._exit(111)  # the worker died before the death signal was armed
-    step("non_dumpable", lambda: _kernel.prctl(_kernel.PR_SET_DUMPABLE, 0))
-    step("rlimits", lambda: _limit(plan))
-    step("no_new_privs", lambda: _kernel.prctl(_kernel.PR_SET_NO_NEW_PRIVS, 1))
+    if plan["death_signal"]:  # not needed inside a PID namespace: its pid 1 is the worker
+        step("parent_death_signal",
+             lambda: _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL))
+        if os.getppid() != plan["worker_pid"]:
+            os._exit(111)  # the worker died before the death signal was armed
+    cpu = plan["cpu_s"]
+    step("rlimits", lambda: set_rlimits(((resource.RLIMIT_CPU, (cpu, cpu + 1)),  # XCPU, KILL
+                                         (resource.RLIMIT_AS, plan["as_bytes"]),
+                                         (resource.RLIMIT_NOFILE, 4)) + plan["child_rlimits"]))
     if plan["seccomp"] is not None:
         step("seccomp", lambda: _kernel.install_seccomp(plan["seccomp"]))
-
-
-def _limit(plan: dict) -> None:
-    cpu = plan["cpu_s"]
-    for res, value in ((resource.RLIMIT_CPU, (cpu, cpu + 1)),  # SIGXCPU, then SIGKILL
-                       (resource.RLIMIT_AS, (plan["as_bytes"],) * 2),
-                       (resource.RLIMIT_NPROC, (0, 0)),
-                       (resource.RLIMIT_NOFILE, (4, 4)),  # fds 0-3 are open: nothing new fits
-                       (resource.RLIMIT_FSIZE, (0, 0)),
-                       (resource.RLIMIT_CORE, (0, 0)),
-                       (resource.RLIMIT_MEMLOCK, (0, 0)),
-                       (resource.RLIMIT_MSGQUEUE, (0, 0))):
-        try:
-            resource.setrlimit(res, value)
-        except ValueError as exc:  # e.g. a hard limit below ours: keep the lower one
-            raise OSError(1, str(exc)) from None
 
 
 # ----------------------------------------------------------------------------- running
@@ -112,7 +112,7 @@ def describe(exc: BaseException) -> str:
         args = BaseException.args.__get__(exc)
         if all(type(a) in _SAFE_ARGS for a in args):
             safe_str = str if type(exc) in _BUILTIN_EXC else BaseException.__str__
-            text = _wire.cut(safe_str(exc))
+            text = _wire.cut(safe_str(exc)[:1000], 220)  # room left for the line number
     except Exception:
         text = ""
     line = None
@@ -139,6 +139,9 @@ SAFE_BUILTINS = {k: v for k, v in vars(builtins).items() if k not in policy.FORB
 SAFE_BUILTINS["__import__"] = _guarded_import
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def check_output(out, limits: dict) -> tuple[bytes | None, str]:
     """Exactly a list of lists of ``str`` within limits -> (JSON bytes, ""), else (None, why)."""
     if type(out) is not list:
@@ -156,7 +159,7 @@ def check_output(out, limits: dict) -> tuple[bytes | None, str]:
             if len(cell) > limits["max_cell_chars"]:
                 return None, f"row {i}, cell {j} is longer than {limits['max_cell_chars']} chars"
     try:
-        data = json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
+        data = _ENCODE(out).encode()
     except UnicodeEncodeError:
         return None, "output contains a lone surrogate character"
     if len(data) > limits["max_bytes"]:
@@ -169,12 +172,13 @@ def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True
     try:
         source = code.decode("utf-8")
         if ast_check and not policy.quick_pass(source):
-            problem = policy.check(ast.parse(source, FILENAME))
+            problem = policy.check(policy.parse(source, FILENAME))
             if problem:
                 return "forbidden", problem.encode()
         compiled = compile(source, FILENAME, "exec")
-    except SyntaxError as exc:
-        return "syntax", _wire.cut(f"SyntaxError: {exc.msg} (line {exc.lineno})").encode()
+    except SyntaxError as exc:  # and IndentationError, TabError
+        where = f" (line {exc.lineno})" if exc.lineno else ""
+        return "syntax", _wire.cut(f"{type(exc).__name__}: {exc.msg}{where}").encode()
     except (ValueError, RecursionError, MemoryError) as exc:  # bad bytes, nesting, size
         return "syntax", _wire.cut(f"{type(exc).__name__}: {exc}").encode()
     namespace = {"__builtins__": SAFE_BUILTINS, "__name__": "transform_program"}
@@ -198,6 +202,7 @@ def main(body: bytes, code_len: int, result_fd: int, plan: dict) -> None:
     """The child's whole life: never returns."""
     try:
         confine(plan, result_fd)
+        random.seed(0)  # after fork ``random`` reseeds from urandom; runs should repeat exactly
         error, payload = execute(body[:code_len], body[code_len:], plan["limits"],
                                  plan["ast_check"])
     except Refused as exc:

@@ -42,8 +42,14 @@ class Worker:
         """Start the process; ``wait_ready`` completes the start."""
         self.buf.clear()
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-B", ZYGOTE, self.options],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={}, cwd=self.cwd,
+            # Not -I: it would ignore PYTHONHASHSEED. The environment below is all there is,
+            # so -s -S (no site, no user site) isolates as much. A fixed hash seed keeps set
+            # and dict order, and so outputs, the same from one worker (and run) to the next.
+            # LD_BIND_NOW: resolve every symbol once here, not lazily in each run's child
+            # (a lazy binding writes the GOT: a copy-on-write fault per page per child).
+            [sys.executable, "-s", "-S", "-B", ZYGOTE, self.options],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=self.cwd,
+            env={"LD_BIND_NOW": "1", "PYTHONHASHSEED": "0"},
             close_fds=True, start_new_session=True, bufsize=0)
         os.set_blocking(self.rfd, False)
 
@@ -54,7 +60,9 @@ class Worker:
             if left <= 0:
                 self.kill()
                 raise WorkerError(f"sandbox worker did not start within {timeout_s:g} s")
-            select.select([self.rfd], [], [], left)
+            poller = select.poll()
+            poller.register(self.rfd, select.POLLIN)
+            poller.poll(left * 1000)
             try:
                 reply = self.feed()
             except EOFError:
@@ -65,7 +73,8 @@ class Worker:
                 kind, payload = reply[0], reply[-1]
                 if kind != _wire.READY:
                     self.kill()
-                    raise WorkerError("sandbox worker sent a reply before it was ready")
+                    raise WorkerError("sandbox worker failed to start: "
+                                      + payload.decode("utf-8", "replace"))
                 self.report = json.loads(payload)
                 return self.report
 
@@ -96,15 +105,27 @@ class Worker:
         del self.buf[:size + n]
         return kind, code, wall_us, cpu_us, payload
 
-    def kill(self) -> int | None:
-        """SIGKILL the worker's whole process group, close the pipes, reap; the exit status."""
+    def kill(self, grace_s: float = 0.0) -> int | None:
+        """End the worker and everything it started; close the pipes, reap; the exit status.
+
+        With ``grace_s``, first close the request pipe and give an idle worker that long to
+        exit by itself (it then reaps its own children, so their CPU time is accounted).
+        Then SIGKILL the whole process group, unless the worker has already been reaped.
+        """
         proc, self.proc = self.proc, None
         if proc is None:
             return None
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        if grace_s > 0:
+            try:
+                proc.stdin.close()
+                proc.wait(grace_s)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if proc.returncode is None:  # once reaped, the id may belong to someone else
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         for pipe in (proc.stdin, proc.stdout):
             try:
                 pipe.close()

@@ -16,7 +16,7 @@ imports only the standard library.
 """
 from __future__ import annotations
 
-import ast
+import _ast
 import re
 
 # Harmless standard modules, pre-imported in the worker so a program can use them without
@@ -25,9 +25,10 @@ import re
 ALLOWED_MODULES = frozenset({
     "re", "math", "itertools", "collections", "string", "json", "datetime", "functools",
     "operator", "statistics", "copy", "unicodedata", "typing", "heapq", "bisect",
-    "textwrap", "decimal", "fractions", "random", "calendar", "dataclasses", "enum",
-    "difflib", "time", "csv", "io", "numbers", "array",
-})
+    "textwrap", "decimal", "fractions", "random", "calendar", "enum", "time", "csv", "io",
+    "numbers", "array",
+})  # not dataclasses or difflib: they pull in inspect and friends, and every page the
+#    worker holds is copied into each run's page tables
 PRELOAD = tuple(sorted(ALLOWED_MODULES)) + ("_strptime", "collections.abc", "json.decoder",
                                             "encodings.idna", "encodings.latin_1",
                                             "encodings.cp1252", "encodings.utf_16")
@@ -48,11 +49,10 @@ FORBIDDEN_ATTRS = frozenset({
 _HINT = "transform gets the table as its argument and must return the new table"
 
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IMPORT_WORD = re.compile(r"\bimport\b")
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:import[ \t]+([\w., \t]+?)|from[ \t]+(\w+)[\w.]*[ \t]+"
                           r"import[ \t]+[\w, \t*]+)[ \t]*(?:#.*)?$", re.MULTILINE)
-_SUSPECT = FORBIDDEN_NAMES | FORBIDDEN_ATTRS
+_SUSPECT = re.compile(r"\b(?:%s)\b" % "|".join(sorted(FORBIDDEN_NAMES | FORBIDDEN_ATTRS)))
 
 
 def quick_pass(source: str) -> bool:
@@ -63,7 +63,7 @@ def quick_pass(source: str) -> bool:
     to the full check. Parsing to an AST costs more than the rest of a typical run, so most
     programs should take this path.
     """
-    if not source.isascii() or not _SUSPECT.isdisjoint(_IDENT.findall(source)):
+    if not source.isascii() or _SUSPECT.search(source):
         return False
     imports = _IMPORT_LINE.findall(source)
     if len(imports) != len(_IMPORT_WORD.findall(source)):
@@ -76,22 +76,40 @@ def quick_pass(source: str) -> bool:
     return True
 
 
-def check(tree: ast.AST) -> str | None:
+def parse(source: str, filename: str = "<transform>"):
+    """The program's syntax tree (raises ``SyntaxError``); ``_ast`` keeps ``ast.py`` unloaded."""
+    return compile(source, filename, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+
+
+def _walk(tree):
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, _ast.AST):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(v for v in reversed(value) if isinstance(v, _ast.AST))
+
+
+def check(tree) -> str | None:
     """The first rule the program breaks, as a one-line message, or ``None`` if it passes."""
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         line = getattr(node, "lineno", "?")
-        if isinstance(node, ast.Import):
+        if isinstance(node, _ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] not in ALLOWED_MODULES:
                     return _import_message(alias.name, line)
-        elif isinstance(node, ast.ImportFrom):
+        elif isinstance(node, _ast.ImportFrom):
             if node.level or not node.module:
                 return f"relative imports are not allowed (line {line})"
             if node.module.split(".")[0] not in ALLOWED_MODULES:
                 return _import_message(node.module, line)
-        elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+        elif isinstance(node, _ast.Name) and node.id in FORBIDDEN_NAMES:
             return f"use of '{node.id}' is not allowed (line {line}); {_HINT}"
-        elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRS:
+        elif isinstance(node, _ast.Attribute) and node.attr in FORBIDDEN_ATTRS:
             return f"access to attribute '{node.attr}' is not allowed (line {line})"
     return None
 

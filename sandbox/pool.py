@@ -35,7 +35,7 @@ MIN_MEMORY_MB = 16
 
 def _cleanup(workers: list, tmp: str) -> None:
     for worker in workers:
-        worker.kill()
+        worker.kill(grace_s=1.0)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -89,7 +89,35 @@ class Sandbox:
         return dict(self._workers[0].report)
 
     def worker_pids(self) -> list[int]:
+        """The pids of the worker processes the parent started (one per slot)."""
         return [w.proc.pid for w in self._workers if w.proc is not None]
+
+    def census(self) -> dict[str, int]:
+        """Processes, threads, open descriptors and resident KiB of everything the workers run.
+
+        Counts every process in the workers' process groups, from /proc; between runs that is
+        two per worker (the worker and its PID-namespace copy, or one without that namespace).
+        For leak checks and monitoring; Linux only.
+        """
+        groups = set(self.worker_pids())
+        total = {"processes": 0, "threads": 0, "fds": 0, "rss_kb": 0}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    pgrp = int(fh.read().rsplit(")", 1)[1].split()[2])
+                if pgrp not in groups:
+                    continue
+                with open(f"/proc/{entry}/status") as fh:
+                    status = dict(line.split(":", 1) for line in fh if ":" in line)
+                total["fds"] += len(os.listdir(f"/proc/{entry}/fd"))
+            except (OSError, IndexError, ValueError):
+                continue  # the process ended while we looked
+            total["processes"] += 1
+            total["threads"] += int(status["Threads"])
+            total["rss_kb"] += int(status.get("VmRSS", "0 kB").split()[0])
+        return total
 
     # -- running -----------------------------------------------------------------------------
 
@@ -132,8 +160,10 @@ class Sandbox:
             by_fd = {w.rfd: w for w in busy}
             first = min(start for _, start in busy.values())
             wait_s = max(0.0, first + timeout_s + GRACE_S - time.monotonic())
-            readable, _, _ = select.select(list(by_fd), [], [], wait_s)
-            for fd in readable:
+            poller = select.poll()  # not select(): the caller may hold fds above 1024
+            for fd in by_fd:
+                poller.register(fd, select.POLLIN)
+            for fd, _ in poller.poll(wait_s * 1000):
                 worker = by_fd[fd]
                 i, start = busy[worker]
                 try:

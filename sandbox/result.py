@@ -50,6 +50,10 @@ class RunResult:
     cpu_ms: float = 0.0
 
 
+_JSON_NAMES = {dict: "an object", list: "an array", str: "a string", int: "a number",
+               float: "a number", bool: "a boolean", type(None): "null"}
+
+
 def _no_constants(name: str):
     raise ValueError(f"{name} is not a string")
 
@@ -63,17 +67,17 @@ def decode_output(payload: bytes, limits: OutputLimits) -> tuple[list[list[str]]
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return None, f"output is not valid JSON: {str(exc)[:120]}"
     if type(table) is not list:
-        return None, f"output is a JSON {type(table).__name__}, expected a list of rows"
+        return None, f"output is {_JSON_NAMES[type(table)]}, expected a list of rows"
     if len(table) > limits.max_rows:
         return None, f"output has {len(table)} rows, more than the limit {limits.max_rows}"
     for i, row in enumerate(table):
         if type(row) is not list:
-            return None, f"row {i} is a JSON {type(row).__name__}, expected a list of str"
+            return None, f"row {i} is {_JSON_NAMES[type(row)]}, expected a list of str"
         if len(row) > limits.max_cols:
             return None, f"row {i} has {len(row)} cells, more than the limit {limits.max_cols}"
         for j, cell in enumerate(row):
             if type(cell) is not str:
-                return None, f"row {i}, cell {j} is a JSON {type(cell).__name__}, expected str"
+                return None, f"row {i}, cell {j} is {_JSON_NAMES[type(cell)]}, expected a string"
             if len(cell) > limits.max_cell_chars:
                 return None, f"row {i}, cell {j} is longer than {limits.max_cell_chars} chars"
     return table, ""

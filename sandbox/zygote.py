@@ -1,29 +1,34 @@
 """The pre-warmed worker process: one per sandbox slot, forking one child per run.
 
-Started by the parent as ``python -I -S zygote.py LIMITS_JSON`` with an empty environment, in a
-new session, with an empty temporary directory as its working directory. It then:
+Started by the parent as ``python -s -S -B zygote.py OPTIONS_JSON`` with an environment of its
+own (``LD_BIND_NOW`` and a fixed ``PYTHONHASHSEED``, both removed once read), in a new session,
+with an empty temporary directory as its working directory. It then:
 
-1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never touches the file system;
+1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never needs the file system;
 2. enters new mount, network, IPC, UTS and PID namespaces where the kernel permits (PID: the
    process forks once, and the copy, pid 1 of the new namespace, serves; when it dies the
-   kernel kills every process left in the namespace), and mounts an empty read-only tmpfs over
-   its working directory for the children to ``chroot`` into;
-3. forks a probe child that applies every protection and runs a self-test program, and keeps
-   exactly the protections that worked (``protections()`` reports them, and each later child
-   must apply all of them or refuse to run);
-4. answers requests from the parent forever: read one request, fork a child (``_child.main``),
-   wait for its result frame until the wall-clock deadline, SIGKILL it, reap it, classify,
-   reply. It exits when the parent closes the request pipe.
+   kernel kills every process left in the namespace), mounts an empty read-only tmpfs over its
+   working directory and ``chroot``s into it, sets no-new-privileges and the resource limits
+   that are the same for every run (all inherited by each child);
+3. forks a probe child that applies every per-run protection and runs a self-test program,
+   and keeps exactly the protections that worked (``protections()`` reports them; each later
+   child must apply all of them or refuse to run), then runs the self-test once itself so
+   lazy initialisation happens here and not in every child;
+4. answers requests from the parent until the request pipe closes: read one request, fork a
+   child (``_child.main``), wait for its result frame until the wall-clock deadline, SIGKILL
+   and reap it, classify, reply.
 
 Not covered: a worker that is itself stuck (the parent's grace deadline catches that) and
-machines without ``fork`` (Linux only).
+systems without ``fork`` and ``/proc`` (Linux only).
 """
 from __future__ import annotations
 
+import fcntl
 import gc
 import json
 import math
 import os
+import resource
 import select
 import signal
 import sys
@@ -59,6 +64,9 @@ def transform(table):
 """
 
 
+SELF_TEST_LIMITS = {"max_rows": 100, "max_cols": 100, "max_cell_chars": 100, "max_bytes": 10000}
+
+
 def preload() -> None:
     for name in policy.PRELOAD:
         try:
@@ -79,14 +87,14 @@ def enter_namespaces(report: dict, req_fd: int, resp_fd: int) -> None:
                 report[name] = True
             except OSError as exc:
                 report[name] = False
-                report.setdefault("notes", []).append(f"{name}: {exc.strerror}")
+                report["notes"].append(f"{name}: {exc.strerror}")
     if report["mount_namespace"]:
         try:  # nothing mounted here may leak back, then an empty read-only root for children
             _kernel.mount(None, "/", None, _kernel.MS_REC | _kernel.MS_PRIVATE)
             _kernel.mount("tmpfs", os.getcwd(), "tmpfs", _kernel.MS_RDONLY | _kernel.MS_NOSUID
                           | _kernel.MS_NODEV | _kernel.MS_NOEXEC, "size=4k,mode=0555")
         except OSError as exc:
-            report.setdefault("notes", []).append(f"read-only root: {exc.strerror}")
+            report["notes"].append(f"read-only root: {exc.strerror}")
     if report["pid_namespace"]:
         pid = os.fork()
         if pid:  # the outer process only waits, so the parent can still kill its group
@@ -97,14 +105,13 @@ def enter_namespaces(report: dict, req_fd: int, resp_fd: int) -> None:
         _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _vm_status() -> tuple[int, int]:
-    """(VmSize, VmRSS) of this process in bytes."""
+def _vm_status(status_fd: int) -> tuple[int, int]:
+    """(VmSize, VmRSS) in bytes, from this process's /proc status file opened before chroot."""
     fields = {}
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            key, _, value = line.partition(":")
-            if key in ("VmSize", "VmRSS"):
-                fields[key] = int(value.split()[0]) * 1024
+    for line in os.pread(status_fd, 1 << 16, 0).decode().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmSize", "VmRSS"):
+            fields[key] = int(value.split()[0]) * 1024
     return fields["VmSize"], fields["VmRSS"]
 
 
@@ -117,7 +124,7 @@ def probe(plan: dict) -> tuple[dict, str]:
             os.close(r)
             report: dict = {}
             _child.confine(dict(plan, required={}), w, report)
-            error, payload = _child.execute(SELF_TEST.encode(), b'[["a","b"]]', plan["limits"])
+            error, payload = _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS)
             report["self_test"] = error or ""
             report["self_test_message"] = "" if error is None else payload.decode()
             _wire.write_all(3, json.dumps(report).encode())
@@ -133,31 +140,76 @@ def probe(plan: dict) -> tuple[dict, str]:
         report = json.loads(b"".join(chunks))
     except ValueError:
         return {}, "probe child died"
-    return report, report.pop("self_test_message", "") if report.pop("self_test") else ""
+    message = report.pop("self_test_message", "")
+    return report, message if report.pop("self_test", "?") else ""
 
 
-def make_plan(limits: dict, ast_check: bool, report: dict) -> dict:
+def confine_worker(report: dict) -> list:
+    """What every child inherits: an empty root, no-new-privileges, per-run-invariant rlimits.
+
+    Returns the rlimits each child must still set itself. The worker needs no file after
+    this (every module is loaded), so it ``chroot``s itself into its empty working directory
+    and its children start there; unprivileged, they cannot leave it.
+    """
+    try:
+        os.chroot(".")
+        os.chdir("/")
+        report["chroot"] = True
+    except OSError as exc:
+        report["chroot"] = False
+        report["notes"].append(f"chroot: {exc.strerror}")
+    try:
+        _kernel.prctl(_kernel.PR_SET_NO_NEW_PRIVS, 1)
+        report["no_new_privs"] = True
+    except OSError as exc:
+        report["no_new_privs"] = False
+        report["notes"].append(f"no_new_privs: {exc.strerror}")
+    static, per_child = list(_child.STATIC_RLIMITS), []
+    (static if os.geteuid() == 0 else per_child).append((resource.RLIMIT_NPROC, 0))
+    _child.set_rlimits(static)
+    return per_child
+
+
+def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int) -> dict:
     root = os.geteuid() == 0
     fprog = _seccomp.build()
-    plan = {"chroot": os.getcwd() if root else None, "uid": NOBODY if root else None,
+    plan = {"uid": NOBODY if root else None,
             "gid": NOBODY, "worker_pid": os.getpid(), "limits": limits, "ast_check": ast_check,
+            "death_signal": not report["pid_namespace"],
+            "child_rlimits": tuple(confine_worker(report)),
             "seccomp": None if fprog is None else _seccomp.ctypes.addressof(fprog),
-            "required": {}, "cpu_s": 10, "as_bytes": _vm_status()[0] + 1024 * MIB,
+            "required": {}, "cpu_s": 10, "as_bytes": _vm_status(status_fd)[0] + 1024 * MIB,
             "_fprog": fprog}
     steps, failure = probe(plan)
     if failure and plan["seccomp"] is not None:  # the filter must never break real programs
         plan["seccomp"] = None
-        report.setdefault("notes", []).append(f"seccomp: self-test failed ({failure})")
+        report["notes"].append(f"seccomp: self-test failed ({failure})")
         steps, failure = probe(plan)
     if failure:
-        raise SystemExit(f"sandbox self-test failed: {failure}")
+        raise RuntimeError(f"sandbox self-test failed: {failure}")
     if fprog is None:
-        report.setdefault("notes", []).append("seccomp: no syscall table for this machine")
+        report["notes"].append("seccomp: no syscall table for this machine")
     plan["required"] = {name: True for name, ok in steps.items() if ok}
-    for name in ("chroot", "drop_uid", "seccomp"):
+    for name in ("drop_uid", "seccomp"):
         steps.setdefault(name, False)
     report.update(steps)
+    report["non_dumpable"] = steps["drop_uid"]
+    report["children_die_with_worker"] = report["pid_namespace"] or steps.get(
+        "parent_death_signal", False)
+    report.pop("parent_death_signal", None)
     return plan
+
+
+def warm_up(plan: dict) -> None:
+    """Run the self-test once here, so lazy set-up (ctypes call paths, regex and encoder
+    caches) happens once in the worker instead of in every child."""
+    _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS, plan["ast_check"])
+    _child.execute(b"import os\n", b"[]", SELF_TEST_LIMITS, True)  # the slow check path
+    resource.getrlimit(resource.RLIMIT_AS)
+    try:
+        _kernel.prctl(_kernel.PR_SET_DUMPABLE, 1)  # a no-op: warms the ctypes call path
+    except OSError:
+        pass
 
 
 # ----------------------------------------------------------------------------- serving
@@ -206,15 +258,18 @@ def collect(r: int, pid: int, deadline: float, max_payload: int):
 
 def run_one(body: bytes, code_len: int, timeout_s: float, memory_mb: int, plan: dict) -> bytes:
     base_vm, base_rss = plan["base"]
-    run_plan = dict(plan, cpu_s=max(1, math.ceil(timeout_s + 0.5)),
-                    as_bytes=base_vm + memory_mb * MIB)
+    # Updated in place (the child gets its own copy through fork). The memory limit is a
+    # budget on top of what the worker already maps; RLIMIT_CPU is only the backstop behind
+    # the wall-clock deadline, should this worker itself stop.
+    plan["cpu_s"] = max(1, math.ceil(timeout_s + 0.5))
+    plan["as_bytes"] = base_vm + memory_mb * MIB
     r, w = os.pipe()
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(r)
-            _child.main(body, code_len, w, run_plan)
+            _child.main(body, code_len, w, plan)
         finally:
             os._exit(1)
     os.close(w)
@@ -232,7 +287,7 @@ def run_one(body: bytes, code_len: int, timeout_s: float, memory_mb: int, plan: 
             code, payload = _wire.CODE["crash"], b"the program wrote a malformed result"
         payload = payload[:_wire.MAX_MESSAGE_BYTES]
         return _wire.REPLY.pack(_wire.ERR, code, wall_us, cpu_us, len(payload)) + payload
-    error, message = classify(outcome, status, usage, timeout_s, memory_mb, run_plan, base_rss)
+    error, message = classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss)
     payload = message.encode()
     return _wire.REPLY.pack(_wire.ERR, _wire.CODE[error], wall_us, cpu_us, len(payload)) + payload
 
@@ -271,21 +326,37 @@ def serve(req_fd: int, resp_fd: int, plan: dict) -> None:
         _wire.write_all(resp_fd, reply)
 
 
+def _high_fd(fd: int) -> int:
+    """Move ``fd`` out of the way (to 100 and up), so a run's pipe lands on fds 3 and 4."""
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100)
+    os.close(fd)
+    return high
+
+
 def main() -> None:
     options = json.loads(sys.argv[1])
+    for name in ("LD_BIND_NOW", "PYTHONHASHSEED"):  # read at start-up; programs see neither
+        os.environ.pop(name, None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    req_fd, resp_fd = os.dup(0), os.dup(1)
-    devnull = os.open("/dev/null", os.O_RDWR)
-    os.dup2(devnull, 0)
+    req_fd, resp_fd = _high_fd(0), _high_fd(1)
+    devnull = os.open("/dev/null", os.O_RDWR)  # lands on fd 0, freed just above
     os.dup2(devnull, 1)
-    os.close(devnull)
     preload()
-    report: dict = {"fresh_process_per_run": True, "cleared_env": not os.environ,
-                    "closed_fds": True, "arch": os.uname().machine}
+    report: dict = {"fresh_process_per_run": True, "closed_fds": True,
+                    "cleared_env": set(os.environ) <= {"LC_CTYPE"},  # set by Python itself
+                    "arch": os.uname().machine, "notes": []}
     enter_namespaces(report, req_fd, resp_fd)
-    plan = make_plan(options["limits"], options["ast_check"], report)
-    report["notes"] = "; ".join(report.get("notes", []))
-    plan["base"] = _vm_status()
+    try:
+        status_fd = _high_fd(os.open("/proc/self/status", os.O_RDONLY))
+        plan = make_plan(options["limits"], options["ast_check"], report, status_fd)
+        warm_up(plan)
+        plan["base"] = _vm_status(status_fd)
+    except Exception as exc:  # tell the parent why, then give up
+        why = f"{type(exc).__name__}: {exc}".encode()
+        _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.ERR, _wire.CODE["crash"], 0, 0,
+                                                  len(why)) + why)
+        os._exit(1)
+    report["notes"] = "; ".join(report["notes"])
     ready = json.dumps(report).encode()
     _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.READY, 0, 0, 0, len(ready)) + ready)
     gc.collect()
@@ -294,6 +365,7 @@ def main() -> None:
         serve(req_fd, resp_fd, plan)
     except BrokenPipeError:
         pass
+    os._exit(0)  # nothing to flush or finalise
 
 
 if __name__ == "__main__":

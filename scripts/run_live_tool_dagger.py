@@ -93,6 +93,7 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--dagger-iters", type=int, default=0, help="DAgger iterations after the oracle-trajectory start")
     g.add_argument("--dagger-beta", type=float, default=0.5, help="DAgger initial oracle mixing rate (annealed to 0)")
     g.add_argument("--cv-folds", type=int, default=0, help="family-level cross-validation folds (0: off)")
+    g.add_argument("--policies", default=None, help="comma-separated policies to report (default: all that were run)")
     g.add_argument("--cost", default="generations", help="cost model for the budget frontier: generations or tokens")
     return p
 
@@ -125,6 +126,7 @@ def build_config(args):
         lora_kw["learning_rate"] = args.learning_rate
     experiment = ExperimentConfig(
         seed=args.seed, train_lora=args.train_lora, train_shuffled_lora=args.train_shuffled_lora,
+        policies=tuple(p.strip() for p in args.policies.split(",") if p.strip()) if args.policies else None,
         dagger_iters=args.dagger_iters, dagger_beta=args.dagger_beta, cv_folds=args.cv_folds, cost=args.cost,
         lora=LoraPolicyConfig(**lora_kw), adapters_dir=str(root / "reports" / "adapters"))
     rollout = RolloutConfig(max_repairs=args.max_repairs, exec_timeout_s=args.exec_timeout, memory_mb=args.memory_mb,

@@ -119,11 +119,12 @@ def test_a_whole_rollout_rerun_generates_nothing(tmp_path):
 
     cases = [Case(f"f/c{i}", "f", [["a"], ["b"]], [["a"]], [[str(i)], ["z"]], [[str(i)]]) for i in range(3)]
     cfg = rollout.RolloutConfig(max_repairs=1, progress=False)
-    records = []
+    records, backends = [], []
     with sandbox.Sandbox(workers=1) as sb:
         for _ in range(2):
-            backend = CachedBackend(Scripted(BackendConfig(model="m")), str(tmp_path / "cache"))
-            records.append(rollout.trace_cases(cases, {}, backend, sb, cfg))
-    assert backend.inner.batches == [] and backend.hits > 0
+            backends.append(CachedBackend(Scripted(BackendConfig(model="m")), str(tmp_path / "cache")))
+            records.append(rollout.trace_cases(cases, {}, backends[-1], sb, cfg))
+    assert len(backends[0].inner.batches) >= 2 and backends[0].hits == 0
+    assert backends[1].inner.batches == [] and backends[1].hits == backends[0].misses
     drop = lambda recs: [{k: v for k, v in r.items() if k != "totals"} | {"rounds": [r2["raw"] for r2 in r["rounds"]]} for r in recs]
     assert drop(records[0]) == drop(records[1])

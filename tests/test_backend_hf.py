@@ -87,8 +87,10 @@ def test_thinking_flag_reaches_the_chat_template(models):
 def test_stop_token_ends_a_completion(models):
     b = get_backend(BackendConfig(name="hf", model=models["llama"], max_new_tokens=5))
     reqs = _requests(1)
-    full = b.generate(reqs)[0]
-    first_id = b.loaded.tokenizer(full.text, add_special_tokens=False).input_ids[0]
+    tok, model = b.loaded.tokenizer, b.loaded.model
+    enc = tok(render_chat(tok, reqs[0].messages, False), return_tensors="pt", add_special_tokens=False)
+    first_id = int(model.generate(**enc, max_new_tokens=1, do_sample=False)[0, -1])
+    assert first_id not in b.loaded.stop_ids and b.generate(reqs)[0].finish_reason == "length"
     b.loaded.stop_ids.append(first_id)
     stopped = b.generate(reqs)[0]
     assert (stopped.text, stopped.completion_tokens, stopped.finish_reason) == ("", 1, "stop")

@@ -215,6 +215,86 @@ TASKS = [
      [["123", "shipped"], ["45", "pending"]],
      [["Order 9 lost"], ["Order 77 shipped"]],
      [["9", "lost"], ["77", "shipped"]]),
+    ("crime_crosstab",
+     [["Reported crime in Alabama", ""], ["", ""], ["2004", "4029.3"], ["2005", "3900"], ["2006", "3937"], ["", ""],
+      ["Reported crime in Alaska", ""], ["", ""], ["2004", "3370.9"], ["2005", "3615"], ["2006", "3582"], ["", ""]],
+     [["", "2004", "2005", "2006"], ["Alabama", "4029.3", "3900", "3937"], ["Alaska", "3370.9", "3615", "3582"]],
+     [["Reported crime in Ohio", ""], ["", ""], ["2004", "1"], ["2005", "2"], ["2006", "3"], ["", ""],
+      ["Reported crime in Iowa", ""], ["", ""], ["2004", "4"], ["2005", "5"], ["2006", "6"], ["", ""],
+      ["Reported crime in Utah", ""], ["", ""], ["2004", "7"], ["2005", "8"], ["2006", "9"], ["", ""]],
+     [["", "2004", "2005", "2006"], ["Ohio", "1", "2", "3"], ["Iowa", "4", "5", "6"], ["Utah", "7", "8", "9"]]),
+    ("fill_then_fold",
+     [["State", "City", "Jan", "Feb"], ["CA", "LA", "1", "2"], ["", "SF", "3", "4"]],
+     [["CA", "LA", "Jan", "1"], ["CA", "LA", "Feb", "2"], ["CA", "SF", "Jan", "3"], ["CA", "SF", "Feb", "4"]],
+     [["State", "City", "Jan", "Feb"], ["NY", "Troy", "5", "6"], ["", "Rye", "7", "8"], ["WA", "Kent", "9", "0"]],
+     [["NY", "Troy", "Jan", "5"], ["NY", "Troy", "Feb", "6"], ["NY", "Rye", "Jan", "7"], ["NY", "Rye", "Feb", "8"],
+      ["WA", "Kent", "Jan", "9"], ["WA", "Kent", "Feb", "0"]]),
+    ("page_breaks",
+     [["Item", "Qty"], ["Bolt", "4"], ["Nut", "9"], ["", ""], ["Page 1 of 2", ""], ["Item", "Qty"], ["Pin", "2"],
+      ["", ""], ["Page 2 of 2", ""]],
+     [["Item", "Qty"], ["Bolt", "4"], ["Nut", "9"], ["Pin", "2"]],
+     [["Item", "Qty"], ["Peg", "1"], ["", ""], ["Page 1 of 3", ""], ["Item", "Qty"], ["Cog", "3"], ["Axle", "5"],
+      ["", ""], ["Page 2 of 3", ""], ["Item", "Qty"], ["Gear", "8"], ["", ""], ["Page 3 of 3", ""]],
+     [["Item", "Qty"], ["Peg", "1"], ["Cog", "3"], ["Axle", "5"], ["Gear", "8"]]),
+    ("census_groups",
+     [["Alabama", "", ""], ["", "Male", "100"], ["", "Female", "110"], ["Alaska", "", ""], ["", "Male", "50"],
+      ["", "Female", "40"]],
+     [["", "Male", "Female"], ["Alabama", "100", "110"], ["Alaska", "50", "40"]],
+     [["Ohio", "", ""], ["", "Male", "7"], ["", "Female", "8"], ["Iowa", "", ""], ["", "Male", "5"], ["", "Female", "6"],
+      ["Utah", "", ""], ["", "Male", "3"], ["", "Female", "4"]],
+     [["", "Male", "Female"], ["Ohio", "7", "8"], ["Iowa", "5", "6"], ["Utah", "3", "4"]]),
+    ("transpose_drop_label",
+     [["Year", "2019", "2020"], ["Sales", "10", "12"], ["Cost", "5", "6"]],
+     [["2019", "10", "5"], ["2020", "12", "6"]],
+     [["Year", "2018", "2019", "2020"], ["Sales", "1", "2", "3"], ["Cost", "4", "5", "6"]],
+     [["2018", "1", "4"], ["2019", "2", "5"], ["2020", "3", "6"]]),
+    ("listing_parts",
+     [["$1200 / 2br - 900ft - Nice flat (Downtown)"], ["$950 / 1br - 600ft - Cozy studio (Eastside)"]],
+     [["$1200", "2br", "900ft", "Downtown"], ["$950", "1br", "600ft", "Eastside"]],
+     [["$2000 / 3br - 1400ft - Big house (Hills)"], ["$700 / 1br - 450ft - Tiny room (Old Town)"]],
+     [["$2000", "3br", "1400ft", "Hills"], ["$700", "1br", "450ft", "Old Town"]]),
+    ("bank_wrapped_memo",
+     [["01/02/2020", "Coffee", "3.50"], ["", "Main St shop", ""], ["01/03/2020", "Books", "12.00"], ["", "Store 4", ""]],
+     [["01/02/2020", "Coffee", "3.50", "Main St shop"], ["01/03/2020", "Books", "12.00", "Store 4"]],
+     [["02/02/2020", "Tea", "2.00"], ["", "Kiosk", ""], ["02/05/2020", "Fuel", "40.00"], ["", "Station 9", ""],
+      ["02/07/2020", "Rent", "900.00"], ["", "Landlord", ""]],
+     [["02/02/2020", "Tea", "2.00", "Kiosk"], ["02/05/2020", "Fuel", "40.00", "Station 9"],
+      ["02/07/2020", "Rent", "900.00", "Landlord"]]),
+    ("split_then_fold",
+     [["Name", "1990", "1991"], ["Ann Lee", "1", "2"], ["Bo Poe", "3", "4"]],
+     [["Ann", "Lee", "1990", "1"], ["Ann", "Lee", "1991", "2"], ["Bo", "Poe", "1990", "3"], ["Bo", "Poe", "1991", "4"]],
+     [["Name", "1990", "1991"], ["Cy Wu", "5", "6"]],
+     [["Cy", "Wu", "1990", "5"], ["Cy", "Wu", "1991", "6"]]),
+    ("phone_labels",
+     [["Bob: 555-1234 (home)"], ["Ann: 555-9876 (work)"]],
+     [["Bob", "555-1234", "home"], ["Ann", "555-9876", "work"]],
+     [["Cy: 555-0000 (cell)"], ["Di: 555-1111 (home)"], ["Ed: 555-2222 (work)"]],
+     [["Cy", "555-0000", "cell"], ["Di", "555-1111", "home"], ["Ed", "555-2222", "work"]]),
+    ("unfold_two_keys",
+     [["2020", "Q1", "Sales", "10"], ["2020", "Q1", "Cost", "5"], ["2020", "Q2", "Sales", "12"], ["2020", "Q2", "Cost", "6"]],
+     [["2020", "Q1", "10", "5"], ["2020", "Q2", "12", "6"]],
+     [["2021", "Q3", "Sales", "1"], ["2021", "Q3", "Cost", "2"], ["2021", "Q4", "Sales", "3"], ["2021", "Q4", "Cost", "4"]],
+     [["2021", "Q3", "1", "2"], ["2021", "Q4", "3", "4"]]),
+    ("wide_two_ids",
+     [["id", "name", "q1", "q2"], ["1", "A", "5", "6"], ["2", "B", "7", "8"]],
+     [["1", "A", "q1", "5"], ["1", "A", "q2", "6"], ["2", "B", "q1", "7"], ["2", "B", "q2", "8"]],
+     [["id", "name", "q1", "q2", "q3"], ["3", "C", "1", "2", "3"]],
+     [["3", "C", "q1", "1"], ["3", "C", "q2", "2"], ["3", "C", "q3", "3"]]),
+    ("join_date_parts",
+     [["2020", "01", "05", "x"], ["2019", "12", "31", "y"]],
+     [["2020-01-05", "x"], ["2019-12-31", "y"]],
+     [["2021", "07", "04", "z"]],
+     [["2021-07-04", "z"]]),
+    ("dept_names",
+     [["Sales", ""], ["", "Lee, Ann"], ["", "Poe, Ed"], ["Ops", ""], ["", "Doe, Jo"]],
+     [["Sales", "Ann", "Lee"], ["Sales", "Ed", "Poe"], ["Ops", "Jo", "Doe"]],
+     [["Legal", ""], ["", "Wu, Cy"], ["IT", ""], ["", "Kim, Al"], ["", "Park, Su"]],
+     [["Legal", "Cy", "Wu"], ["IT", "Al", "Kim"], ["IT", "Su", "Park"]]),
+    ("address_parts",
+     [["12 Main St, Springfield, IL 62704"], ["9 Oak Rd, Dayton, OH 45402"]],
+     [["12 Main St", "Springfield", "IL", "62704"], ["9 Oak Rd", "Dayton", "OH", "45402"]],
+     [["1 Elm Ln, Austin, TX 73301"]],
+     [["1 Elm Ln", "Austin", "TX", "73301"]]),
 ]
 
 
@@ -231,8 +311,14 @@ def test_found_and_generalizes(task):
     assert run_program(task[3], res.program) == task[4], res.program
 
 
+# a crosstab four steps away whose middle states the distance does not reward (see heuristic.py)
+KNOWN_MISSES = {"crime_crosstab"}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("task", TASKS, ids=[t[0] for t in TASKS])
+@pytest.mark.parametrize("task", [
+    pytest.param(t, marks=pytest.mark.xfail(reason="known search miss", strict=True)) if t[0] in KNOWN_MISSES else t
+    for t in TASKS], ids=[t[0] for t in TASKS])
 def test_all_tasks_generalize(task):
     res = _solve(task, 40_000)
     assert res.found and run_program(task[3], res.program) == task[4], res.program

@@ -193,6 +193,24 @@ def _candidates(text: str) -> list[tuple[str, str]]:
     return found
 
 
+_MD_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
+_MD_RULE = re.compile(r"^[\s|:-]+$")
+
+
+def _markdown_table(text: str) -> Table | None:
+    """The first pipe table in the text (``| a | b |`` lines), rule lines dropped."""
+    rows, started = [], False
+    for line in text.splitlines():
+        m = _MD_ROW.match(line)
+        if m:
+            started = True
+            if not _MD_RULE.match(line):
+                rows.append([c.strip() for c in m.group(1).split("|")])
+        elif started:
+            break
+    return rows or None
+
+
 def parse_table(text: str) -> Parsed:
     """Find the output table in a direct answer: fenced blocks first, else tables in prose."""
     body, note = strip_thinking(text or "")
@@ -200,6 +218,9 @@ def parse_table(text: str) -> Parsed:
         return Parsed(None, "failed", note)
     results = [(where, _read_table(s)) for where, s in _candidates(body)]
     if not results:
+        md = _markdown_table(body)
+        if md is not None:
+            return Parsed(md, "repaired", "; ".join(x for x in (note, "markdown table read as rows") if x))
         return Parsed(None, "failed", "no JSON table found")
     # The last table that reads wins: a restated example comes before the answer, and an answer
     # cut off at the token limit is still the answer.

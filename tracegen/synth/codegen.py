@@ -16,7 +16,8 @@ from .program import parse_key, program_key
 
 _CALLS = re.compile(r"\b(_?[a-z][a-z_]*)\(")
 _PRED_WORDS = {"empty": "is blank", "nonempty": "is not blank", "numeric": "is a number",
-               "not_numeric": "is not a number", "contains": "contains {value!r}", "equals": "is {value!r}"}
+               "not_numeric": "is not a number", "contains": "contains {value!r}",
+               "not_contains": "does not contain {value!r}", "equals": "is {value!r}"}
 
 
 def _helpers(names: list[str]) -> list[str]:
@@ -72,6 +73,12 @@ def describe_step(name: str, p: dict) -> str:
         "wrap_all": "join all rows into one",
         "delete_duplicate_rows": "delete repeated rows",
         "group_by_key": "join consecutive rows with the same column {col} into one row",
+        "collapse_rows": "collapse consecutive rows with the same column {col}, joining cells with {sep!r}",
+        "lift_group_headers": "turn single-cell title rows into a first column of the rows below",
+        "insert_row": "put the header row {values!r} on top",
+        "select_columns": "keep the columns named {names!r}",
+        "fill_right": "fill blank cells of row {row} from the left",
+        "merge_rows": "merge row {row} with the row below it, joining cells with {sep!r}",
     }
     if name == "split_once":
         return f"split column {p['col']} in two at the {'last' if p['from_right'] else 'first'} {p['sep']!r}"
@@ -80,7 +87,9 @@ def describe_step(name: str, p: dict) -> str:
                  "first": ", keeping row 0 as the header"}[p["header"]]
         return f"unfold column {p['vcol']} into one column per value of column {p['hcol']}{extra}"
     if name == "divide":
-        return f"divide column {p['col']}: cells that {_PRED_WORDS[p['pred']]} stay, others move right"
+        pred = _PRED_WORDS[p["pred"]].format(value=p["value"])
+        pred = pred.replace("is ", "are ", 1)
+        return f"divide column {p['col']}: cells that {pred} stay, the others move right"
     return text[name].format(**p)
 
 

@@ -20,6 +20,8 @@ Table = list[list[str]]
 _MAX_SOURCES = 6  # per output cell; repeated values (like "0") would otherwise blow up the votes
 _MIN_SUPPORT = 0.6
 _MAX_ROWS = 10_000
+_MAX_PERIOD = 24  # longer blocks are not worth finding: the guess is cheap by design
+_VOTE_ROWS = 60
 
 
 def _sources(example_in: Table, example_out: Table) -> list[list[list[tuple[int, int]]]]:
@@ -34,10 +36,10 @@ def _sources(example_in: Table, example_out: Table) -> list[list[list[tuple[int,
 def _period(src) -> tuple[int, tuple[int, int] | None]:
     """Smallest block height whose successor block is the same cells shifted by one step."""
     n = len(src)
-    for p in range(1, n):
+    for p in range(1, min(n, _MAX_PERIOD + 1)):
         votes: Counter = Counter()
         total = 0
-        for r in range(n - p):
+        for r in range(min(n - p, _VOTE_ROWS)):
             for c, here in enumerate(src[r]):
                 there = src[r + p][c] if c < len(src[r + p]) else []
                 if here and there:
@@ -51,24 +53,27 @@ def _period(src) -> tuple[int, tuple[int, int] | None]:
     return n, None
 
 
-def _template(example_out: Table, src, p: int, step) -> list[list[tuple]]:
+def _template(example_in: Table, example_out: Table, src, p: int, step) -> list[list[tuple]]:
     """Per cell of the first block: ("stride", (r, c)), ("fixed", (r, c)) or ("text", value)."""
     n = len(example_out)
+
+    def later_value(i: int, c: int, k: int) -> str | None:
+        row = example_out[i + k * p]
+        return row[c] if c < len(row) else None
+
     rows = []
     for i in range(min(p, n)):
+        later = range(1, (n - 1 - i) // p + 1)  # the blocks below that have this row
         cells = []
         for c, value in enumerate(example_out[i]):
-            later = [k for k in range(1, (n - 1 - i) // p + 1)]
             choice = ("text", value)
-            for a in src[i][c]:
-                if step and all(c < len(src[i + k * p]) and (a[0] + k * step[0], a[1] + k * step[1]) in src[i + k * p][c]
-                                for k in later):
-                    choice = ("stride", a)
-                    break
-            else:
-                same = all(c < len(example_out[i + k * p]) and example_out[i + k * p][c] == value for k in later)
-                if src[i][c] and same:
-                    choice = ("fixed", src[i][c][0])
+            strided = [a for a in src[i][c] if step and all(
+                _read(example_in, a[0] + k * step[0], a[1] + k * step[1]) == later_value(i, c, k)
+                for k in later)]
+            if strided:
+                choice = ("stride", strided[0])
+            elif src[i][c] and all(later_value(i, c, k) == value for k in later):
+                choice = ("fixed", src[i][c][0])
             cells.append(choice)
         rows.append(cells)
     return rows
@@ -86,7 +91,7 @@ def guess_direct(example_in: Table, example_out: Table, test_in: Table) -> Table
         return []
     src = _sources(example_in, example_out)
     p, step = _period(src)
-    template = _template(example_out, src, p, step)
+    template = _template(example_in, example_out, src, p, step)
     n_in = len(example_in)
     if not any(kind == "stride" for cells in template for kind, _ in cells):
         step = None

@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Iterator
 
 from . import operators as ops
-from .heuristic import Target
+from .heuristic import Target, header_like
 
 Table = list[list[str]]
 Step = tuple[str, dict]
@@ -29,18 +29,23 @@ OPERATORS = {
         "extract", "divide", "delete_empty_columns", "strip_cells", "delete_empty_rows",
         "delete_rows", "delete_first_rows", "delete_last_rows", "delete_duplicate_rows", "fill_down",
         "explode", "transpose", "fold", "fold_with_header", "unfold", "wrap_rows", "wrap_all",
-        "wrap_records", "group_by_key",
+        "wrap_records", "group_by_key", "collapse_rows", "lift_group_headers", "insert_row",
+        "select_columns", "fill_right", "merge_rows",
     )
 }
 
-# general patterns first: a number, a word, a bracketed part, an email, a date, the first/last word
+# general patterns first: money, a number, words, a capitalised name, a bracketed part, an email,
+# a date, a phone number, the first and the last word
 PATTERNS = (
-    r"-?\d+(?:[.,]\d+)*", r"\d+", r"[A-Za-z][A-Za-z.' -]*[A-Za-z]", r"[A-Za-z]+",
+    r"[-+]?[$\u20ac\u00a3]\s?\d[\d,]*(?:\.\d+)?", r"-?\d+(?:[.,]\d+)*", r"\d+",
+    r"[A-Za-z][A-Za-z.' -]*[A-Za-z]", r"[A-Za-z]+",
+    r"[A-Z][a-zA-Z]*(?:['-][A-Za-z]+)*(?: [A-Z][a-zA-Z]*(?:['-][A-Za-z]+)*)+",
     r"\(([^)]*)\)", r"\[([^\]]*)\]", r'"([^"]*)"', r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
     r"\d{1,4}[/-]\d{1,2}[/-]\d{1,4}", r"\(?\d{3}\)?[ .-]?\d{3}[ .-]\d{4}", r"^\S+", r"\S+$",
 )
 MERGE_SEPS = (" ", "", ", ", ",", "-", "/", ":", ": ", "_", ".", " - ", "|", ";", "; ")
 _PREDS = ("empty", "nonempty", "numeric", "not_numeric")
+SAMPLE_ROWS = 40  # rows read when inferring cell-level parameters
 _SEP_RUN = re.compile(r"[\W_]+")
 _TOKEN = re.compile(r"\w\w+")
 
@@ -51,8 +56,14 @@ def step_cost(name: str, params: dict) -> float:
         return 1.3
     if name == "extract" and params["pattern"] not in PATTERNS:
         return 1.3
-    if name in ("delete_first_rows", "delete_last_rows", "copy_column"):
+    if name == "copy_column":
         return 1.2
+    if name == "delete_first_rows":
+        return 1.6  # by position: right for titles, an overfit for most else
+    if name == "delete_last_rows":
+        return 2.1
+    if name in ("insert_row", "select_columns"):
+        return 1.5
     return 1.0
 
 
@@ -90,12 +101,11 @@ def _context_patterns(cells: list[str], tgt: Target, limit: int = 2) -> list[str
     """Regexes that cut a target value out of a cell by the words right around it."""
     out: list[str] = []
     for text in cells:
-        for value in tgt.values:
-            if len(out) >= limit:
-                return out
-            i = text.find(value) if value != text else -1
-            if i < 0:
-                continue
+        if len(out) >= limit:
+            break
+        m = tgt.finder.search(text) if tgt.finder else None
+        if m:
+            value, i = m.group(), m.start()
             before = re.search(r"\S+\s*$", text[:i])
             after = re.match(r"\s*\S+", text[i + len(value):])
             if before and after:
@@ -130,6 +140,15 @@ def _whole_table(table: Table, tgt: Target) -> Iterator[Step]:
 
 def _rows(table: Table, tgt: Target) -> Iterator[Step]:
     n, w = len(table), width(table)
+    for row in range(min(n, 3)):
+        cells = table[row]
+        if any(not v.strip() for v in cells[1:]) and any(v.strip() for v in cells[:-1]):
+            yield "fill_right", {"row": row}
+        if row + 1 < n:
+            for sep in tgt.separators[:2] + [" "]:
+                if any(a and b and sep.join((a, b)) in tgt.values for a, b in zip(cells, table[row + 1])):
+                    yield "merge_rows", {"row": row, "sep": sep}
+                    break
     for col in range(w):
         values = _column(table, col)
         blank = [not v.strip() for v in values]
@@ -177,13 +196,20 @@ def _reshape(table: Table, tgt: Target) -> Iterator[Step]:
         runs = sum(1 for i in range(1, n) if values[i] != values[i - 1]) + 1
         if w >= 2 and runs < n:
             yield "group_by_key", {"col": col}
+            for sep in tgt.separators:
+                yield "collapse_rows", {"col": col, "sep": sep}
+    if w >= 2 and any(sum(1 for v in r if v.strip()) == 1 for r in table):
+        yield "lift_group_headers", {}
 
 
 def _cells(table: Table, tgt: Target) -> Iterator[Step]:
     w = width(table)
+    finder = tgt.finder
     for col in range(w):
-        values = _column(table, col)
-        inside = [v for v in values if v and v not in tgt.values and any(t in v for t in tgt.values)]
+        # parameters are inferred from the first rows: enough to find them, cheap on long tables
+        values = _column(table[:SAMPLE_ROWS], col)
+        inside = [v for v in dict.fromkeys(values)
+                  if v and v not in tgt.values and finder is not None and finder.search(v)]
         for sep in separators(values):
             pieces = [p for v in values for p in v.split(sep)]
             if any(p in tgt.values for p in pieces):
@@ -202,23 +228,43 @@ def _cells(table: Table, tgt: Target) -> Iterator[Step]:
                     if got and got != v and got in tgt.values:
                         yield "extract", {"col": col, "pattern": pat}
                         break
-        kinds = {ops._test(v, "numeric", "") for v in values if v.strip()}
+        filled = [v for v in values if v.strip()]
+        kinds = {ops._test(v, "numeric", "") for v in filled}
         if len(kinds) == 2:
-            yield "divide", {"col": col, "pred": "numeric"}
-            yield "divide", {"col": col, "pred": "not_numeric"}
+            yield "divide", {"col": col, "pred": "numeric", "value": ""}
+            yield "divide", {"col": col, "pred": "not_numeric", "value": ""}
+        for mark in _marks(filled):
+            yield "divide", {"col": col, "pred": "contains", "value": mark}
+            yield "divide", {"col": col, "pred": "not_contains", "value": mark}
     rows = [r for r in table if len(r) >= 2][:4]
+    joined = tgt.joined
+    # a merge can only help if both cells are already parts of some target value
+    parts = [{c for c, v in enumerate(r) if v and v in joined} for r in rows]
     for left in range(w):
         for right in range(w):
-            if left == right:
+            if left == right or (w > 12 and abs(left - right) > 1):
                 continue
-            for sep in MERGE_SEPS:
-                if any(r[left] and r[right] and sep.join((r[left], r[right])) in tgt.values
-                       for r in rows if max(left, right) < len(r)):
+            useful = [r for r, p in zip(rows, parts) if left in p and right in p]
+            for sep in MERGE_SEPS if useful else ():
+                if any(sep.join((r[left], r[right])) in joined for r in useful):
                     yield "merge_columns", {"left": left, "right": right, "sep": sep}
+
+
+def _marks(cells: list[str], limit: int = 4) -> list[str]:
+    """Punctuation marks found in some but not all cells: they tell two kinds of cell apart."""
+    counts = Counter(ch for v in cells for ch in set(v) if not ch.isalnum() and not ch.isspace())
+    marks = [ch for ch, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if 0 < k < len(cells)]
+    return marks[:limit]
 
 
 def _columns(table: Table, tgt: Target) -> Iterator[Step]:
     w = width(table)
+    top = table[0] if table else []
+    names = list(tgt.table[0]) if tgt.table and header_like(tgt.table[0]) else []
+    if names and list(top) != names and all(v in top for v in names):
+        cells = Counter(c for r in table for c in r)
+        if all(cells[v] == 1 for v in names):
+            yield "select_columns", {"names": names}
     for col in range(w):
         yield "drop_column", {"col": col}
     for src in range(w):
@@ -232,6 +278,10 @@ def _columns(table: Table, tgt: Target) -> Iterator[Step]:
 
 def _specific(table: Table, tgt: Target) -> Iterator[Step]:
     n = len(table)
+    if tgt.table and header_like(tgt.table[0]) and tgt.table[0] not in {tuple(r) for r in table}:
+        present = {c for r in table for c in r}
+        if any(v and v not in present for v in tgt.table[0]):
+            yield "insert_row", {"values": list(tgt.table[0])}
     foreign = Counter(c for r in table for c in r if c.strip() and c not in tgt.values)
     joined_tgt = "\x1f".join(tgt.values)
     for value, _ in sorted(foreign.items(), key=lambda kv: (-kv[1], kv[0]))[:3]:

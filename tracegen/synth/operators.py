@@ -4,12 +4,14 @@ These functions are the single definition of what each program step does: the se
 in-process and ``codegen`` copies their source, verbatim, into the emitted ``transform`` program.
 So every function here
 - uses only builtins, ``re`` and the private helpers of this module (codegen finds them by name);
-- reads no module-level constant, never mutates its input and returns fresh row lists;
+- reads no module-level constant, never mutates its argument and returns fresh row lists;
 - never raises on a table of strings of any shape: a column past the end of a row reads as an
   empty cell, so a program learned on the example also runs on a new input of another shape.
 
 Covered: the layout operators of Foofah / Potter's Wheel / Data Wrangler (drop, move, copy, merge,
-split, extract, delete, fill, divide, fold, unfold, transpose, wrap, explode, trim).
+split, extract, delete, fill, divide, fold, unfold, transpose, wrap, explode, trim) and a few
+spreadsheet chores beyond them: select columns by name, put a header row on top, turn group
+title rows into a column, join or collapse rows that share a key, drop repeated rows.
 Not covered: arithmetic, sorting, case changes and other per-cell string rewriting.
 """
 from __future__ import annotations
@@ -40,11 +42,13 @@ def _test(cell, pred, value):
     if pred == "nonempty":
         return text != ""
     if pred == "numeric":
-        return re.fullmatch(r"[-+]?[$€£]?(\d[\d,]*(\.\d*)?|\.\d+)%?", text) is not None
+        return re.fullmatch(r"[-+]?[$\u20ac\u00a3]?(\d[\d,]*(\.\d*)?|\.\d+)%?", text) is not None
     if pred == "not_numeric":
         return not _test(cell, "numeric", value)
     if pred == "contains":
         return value in cell
+    if pred == "not_contains":
+        return value not in cell
     if pred == "equals":
         return cell == value
     return False
@@ -112,26 +116,32 @@ def split_once(table, col, sep, from_right):
 
 def extract(table, col, pattern):
     """Insert after column `col` the first match of `pattern` (its group 1 if it has one)."""
-    regex = re.compile(pattern)
     out = []
     for row in table:
         cells = _padded(row, col + 1)
-        m = regex.search(cells[col])
-        value = (m.group(1) if regex.groups else m.group(0)) if m else ""
+        m = re.search(pattern, cells[col])
+        value = (m.group(1) if m.re.groups else m.group(0)) if m else ""
         out.append(cells[:col + 1] + [value or ""] + cells[col + 1:])
     return out
 
 
-def divide(table, col, pred):
-    """Divide column `col` in two: cells satisfying `pred` stay, the others move one right."""
+def divide(table, col, pred, value):
+    """Divide column `col` in two: cells satisfying the predicate stay, the others move right."""
     out = []
     for row in table:
         cells = _padded(row, col + 1)
         text = cells[col]
-        keep = text if _test(text, pred, "") else ""
+        keep = text if _test(text, pred, value) else ""
         moved = "" if keep or not text.strip() else text
         out.append(cells[:col] + [keep, moved] + cells[col + 1:])
     return out
+
+
+def select_columns(table, names):
+    """Keep the columns whose name in row 0 is one of `names`, in that order."""
+    header = list(table[0]) if table else []
+    picked = [header.index(n) for n in names if n in header]
+    return [[_cell(row, c) for c in picked] for row in table]
 
 
 def delete_empty_columns(table):
@@ -147,6 +157,11 @@ def strip_cells(table):
 
 
 # ---------------------------------------------------------------- rows
+
+def insert_row(table, values):
+    """Put a row of fixed text on top (a header the table does not have yet)."""
+    return [list(values)] + [list(row) for row in table]
+
 
 def delete_empty_rows(table):
     """Remove the rows whose cells are all blank."""
@@ -183,6 +198,30 @@ def fill_down(table, col):
     return out
 
 
+def fill_right(table, row):
+    """Fill blank cells of row `row` with the nearest non-blank cell to their left (a header
+    cell spanning several columns)."""
+    out = [list(r) for r in table]
+    if 0 <= row < len(out):
+        last = ""
+        for c, v in enumerate(out[row]):
+            if v.strip():
+                last = v
+            else:
+                out[row][c] = last
+    return out
+
+
+def merge_rows(table, row, sep):
+    """Join row `row` and the row below it cell by cell with `sep` (two header rows become one)."""
+    if not 0 <= row < len(table) - 1:
+        return [list(r) for r in table]
+    top, low = table[row], table[row + 1]
+    width = max(len(top), len(low))
+    merged = [sep.join(v for v in (_cell(top, c), _cell(low, c)) if v) for c in range(width)]
+    return [list(r) for r in table[:row]] + [merged] + [list(r) for r in table[row + 2:]]
+
+
 def delete_duplicate_rows(table):
     """Keep only the first of identical rows."""
     seen, out = set(), []
@@ -190,6 +229,19 @@ def delete_duplicate_rows(table):
         if tuple(row) not in seen:
             seen.add(tuple(row))
             out.append(list(row))
+    return out
+
+
+def lift_group_headers(table):
+    """Rows holding a single non-blank cell are group titles: remove them, and give every other
+    row a new first column with the latest title above it."""
+    out, title = [], ""
+    for row in table:
+        filled = [v for v in row if v.strip()]
+        if len(filled) == 1 and len(row) > 1:
+            title = filled[0]
+        else:
+            out.append([title] + list(row))
     return out
 
 
@@ -237,7 +289,7 @@ def fold_with_header(table, start):
 def unfold(table, hcol, vcol, header):
     """Spread column `vcol` into one column per distinct value of column `hcol`, one row per
     distinct key (the other columns). `header`: "none"; "blank" adds a first row naming the new
-    columns; "first" also takes row 0 as the input's header and keeps its key names."""
+    columns; "first" also reads row 0 as the header of the table and keeps its key names."""
     rect = _rectangle(table)
     top = rect[0] if header == "first" and rect else None
     if top is not None:
@@ -291,3 +343,18 @@ def group_by_key(table, col):
             last = key
         groups[-1].extend(v for c, v in enumerate(row) if c != col)
     return _rectangle(groups)
+
+
+def collapse_rows(table, col, sep):
+    """Join each run of consecutive rows with the same cell in column `col` into one row; each
+    other column holds the run's non-blank cells joined with `sep`."""
+    width = max([len(row) for row in table] + [col + 1])
+    groups = []
+    for row in table:
+        row = _padded(row, width)
+        if groups and row[col] == groups[-1][0][col]:
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    return [[g[0][c] if c == col else sep.join(r[c] for r in g if r[c].strip()) for c in range(len(g[0]))]
+            for g in groups]

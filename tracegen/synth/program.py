@@ -29,7 +29,8 @@ def parse_key(text: str) -> Program | None:
         return None
     steps = []
     for item in raw:
-        if not (isinstance(item, list) and len(item) == 2 and item[0] in OPERATORS and isinstance(item[1], dict)):
+        if not (isinstance(item, list) and len(item) == 2 and item[0] in OPERATORS
+                and isinstance(item[1], dict)):
             return None
         steps.append((item[0], item[1]))
     return tuple(steps)

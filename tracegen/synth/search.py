@@ -1,13 +1,17 @@
 """Best-first search for a program that maps every example input to its output.
 
 States are the tuple of tables obtained by running a program prefix on each example input; a
-state is expanded by every step ``library.propose`` suggests for the first example's table, and
-each step applied counts as one node, the deterministic unit of the budget. The frontier is
-ordered by ``distance + G_WEIGHT * cost so far`` (ties: first pushed first), identical states are
-kept once, and steps that lose a target value outright are pruned. Once a consistent program is
-found the search spends a small extra window looking for a simpler one of no greater length, then
-returns the best by (steps, cost, canonical text). ``time_budget_s`` is a safety net: when it
-trips, the search returns what it has and says so in ``cut_by_time``.
+state is expanded by every step ``library.propose`` suggests for the first example's table. Each
+step applied counts as one node (one more per ``CELLS_PER_NODE`` cells of the state and the
+targets), the deterministic unit of the budget. The frontier is ordered by
+``distance + G_WEIGHT * cost so far`` (ties: first pushed first), identical states are kept once,
+and steps that lose a target value outright are pruned. A step costs 1, more when its parameters
+are specific (a keyword, a row position, a fixed header). Once a consistent program is found the
+search spends an extra window (as many nodes again, at least ``WINDOW``) expanding the cheapest
+programs first, looking for a cheaper one, then returns the cheapest by (cost, steps, canonical
+text). ``time_budget_s`` is a safety net: when it trips, the search returns what it has and says
+so in ``cut_by_time``. Without a consistent program it returns the closest one it kept (smallest
+distance, then cost), so the emitted code always runs.
 Not covered: programs longer than ``max_depth`` steps; parameters the library cannot infer.
 """
 from __future__ import annotations
@@ -24,7 +28,9 @@ from .library import apply_step, propose, step_cost
 from .program import Program, program_key
 
 Table = list[list[str]]
-G_WEIGHT = 0.5
+G_WEIGHT = 0.8
+CELLS_PER_NODE = 256  # a step on a bigger state counts as several nodes, so time tracks the budget
+WINDOW = 500  # extra nodes, at least, spent looking for a cheaper program after the first one
 MAX_GROWTH = 4  # a state may hold at most this many times the cells of the example, plus slack
 
 
@@ -69,13 +75,14 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
     targets = [Target.of(out) for _, out in examples]
     goal = tuple(t.table for t in targets)
     exclude = set(exclude)
+    target_cells = sum(len(r) for _, out in examples for r in out)
     limit = MAX_GROWTH * max(sum(len(r) for t in inputs for r in t), sum(t.n_cells for t in targets)) + 64
     rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
     order = itertools.count()
     frontier: list[_Node] = []
     seen: set = set()
     tried: list[tuple] = []  # (h, g, order, program) of every state kept: near-miss candidates
-    solutions: list[tuple] = []  # (steps, cost, key, program)
+    solutions: list[tuple] = []  # (cost, steps, key, program)
     nodes, cut, stop_at = 0, False, None
 
     def score(tables):
@@ -88,9 +95,13 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
         if key == goal:
             pk = program_key(program)
             if pk not in exclude:
-                solutions.append((len(program), round(g, 6), pk, program))
+                solutions.append((round(g, 6), len(program), pk, program))
                 if stop_at is None:
-                    stop_at = min(max_nodes, nodes + max(300, nodes))
+                    stop_at = min(max_nodes, nodes + max(WINDOW, nodes))
+                    # from now on, cheapest programs first: look for a shorter one
+                    for node in frontier:
+                        node.f = node.g * 100.0 + node.h
+                    heapq.heapify(frontier)
             return
         if key in seen or sum(len(r) for t in tables for r in t) > limit:
             return
@@ -98,7 +109,8 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
         h, lost = score(tables)
         if parent_lost is not None and lost > parent_lost:
             return
-        node = _Node(h + g_weight * g, next(order), program, tables, g, h, lost)
+        f = h + g_weight * g if stop_at is None else g * 100.0 + h
+        node = _Node(f, next(order), program, tables, g, h, lost)
         tried.append((h, g, node.order, program))
         heapq.heappush(frontier, node)
 
@@ -118,19 +130,21 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
         if stop_at is not None and nodes >= stop_at:
             break
         node = heapq.heappop(frontier)
-        best_len = min((s[0] for s in solutions), default=None)
-        if len(node.program) >= max_depth or (best_len is not None and len(node.program) + 1 > best_len):
+        best = min((s[0] for s in solutions), default=None)
+        if len(node.program) >= max_depth or (best is not None and node.g + 1.0 > best + 1e-9):
             continue
-        steps = list(propose(node.tables[0], targets[0]))
+        steps = propose(node.tables[0], targets[0])
         if rng is not None:
+            steps = list(steps)
             rng.shuffle(steps)
+        weight = 1 + (sum(len(r) for t in node.tables for r in t) + target_cells) // CELLS_PER_NODE
         for step in steps:
             if nodes >= max_nodes or (stop_at is not None and nodes >= stop_at):
                 break
             if time.perf_counter() - t0 > time_budget_s:
                 cut = True
                 break
-            nodes += 1
+            nodes += weight
             try:
                 tables = tuple(apply_step(t, step) for t in node.tables)
             except Exception:  # operators are total on the tables they were proposed for
@@ -139,8 +153,8 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
 
     elapsed = time.perf_counter() - t0
     if solutions:
-        steps, cost, _, program = min(solutions, key=lambda s: s[:3])
+        program = min(solutions, key=lambda s: s[:3])[3]
         return SynthResult(True, list(program), emit_code(program), nodes, cut, 0.0, elapsed, len(solutions))
-    near = [t for t in sorted(tried, key=lambda t: t[:3]) if program_key(t[3]) not in exclude]
-    h, program = (near[0][0], near[0][3]) if near else (score(inputs)[0], ())
+    near = next((t for t in sorted(tried, key=lambda t: t[:3]) if program_key(t[3]) not in exclude), None)
+    h, program = (near[0], near[3]) if near else (score(inputs)[0], ())
     return SynthResult(False, list(program), emit_code(program), nodes, cut, h, elapsed, 0)

@@ -1,0 +1,166 @@
+"""The sandbox contract: one test per promise of ``run_transform`` / ``Sandbox`` / ``RunResult``.
+
+Hostile programs live in the ``test_sandbox_redteam_*`` files; this file covers ordinary use.
+"""
+from __future__ import annotations
+
+import pytest
+
+from sandbox import ERRORS, OutputLimits, RunResult, Sandbox, protections, run_transform
+from sandbox import policy
+
+TABLE = [["Smith, Ann", "2024-03-05"], ["Lee, Bob", "2023-12-31"]]
+
+SPLIT = '''
+def transform(table):
+    out = []
+    for row in table:
+        last, _, first = row[0].partition(", ")
+        out.append([first, last, row[1]])
+    return out
+'''
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with Sandbox(workers=2) as box:
+        yield box
+
+
+def test_run_transform_ok_returns_fresh_table():
+    r = run_transform(SPLIT, TABLE, timeout_s=1.5, memory_mb=256)
+    assert isinstance(r, RunResult)
+    assert r.ok and r.error is None and r.message == ""
+    assert r.output == [["Ann", "Smith", "2024-03-05"], ["Bob", "Lee", "2023-12-31"]]
+    assert type(r.output) is list and all(type(row) is list for row in r.output)
+    assert r.wall_ms > 0
+
+
+def test_run_transform_is_safe_to_call_repeatedly():
+    results = [run_transform(SPLIT, TABLE) for _ in range(5)]
+    assert all(r.ok and r.output == results[0].output for r in results)
+
+
+def test_run_many_keeps_input_order(sb):
+    items = [(f"def transform(t):\n    return [[str({i})]]\n", TABLE) for i in range(20)]
+    results = sb.run_many(items, timeout_s=1.5, memory_mb=256)
+    assert [r.output for r in results] == [[[str(i)]] for i in range(20)]
+
+
+def test_identity_output_is_not_the_input_object(sb):
+    table = [["a", "b"]]
+    r = sb.run("def transform(table):\n    return table\n", table)
+    assert r.ok and r.output == table and r.output is not table
+
+
+@pytest.mark.parametrize("code, error, needle", [
+    ("def transform(t)\n    return t\n", "syntax", "SyntaxError"),
+    ("import os\ndef transform(t):\n    return t\n", "forbidden", "import of 'os'"),
+    ("def transform(t):\n    return open('x').read()\n", "forbidden", "'open'"),
+    ("def transfrom(t):\n    return t\n", "no_transform", "transform"),
+    ("transform = 3\n", "no_transform", "int"),
+    ("def transform(t):\n    return t[0][9]\n", "exception",
+     "IndexError: list index out of range (line 2)"),
+    ("def transform(t):\n    return [[1, 2]]\n", "bad_output", "row 0, cell 0 is int"),
+    ("def transform(t):\n    return 'a,b'\n", "bad_output", "returned str"),
+])
+def test_error_kinds_and_actionable_messages(sb, code, error, needle):
+    r = sb.run(code, TABLE)
+    assert not r.ok and r.output is None
+    assert r.error == error and error in ERRORS
+    assert needle in r.message and len(r.message) <= 300
+
+
+def test_timeout_and_memory_kinds(sb):
+    r = sb.run("def transform(t):\n    while True:\n        pass\n", TABLE, timeout_s=0.3)
+    assert r.error == "timeout" and r.wall_ms < 1300
+    r = sb.run("def transform(t):\n    x = bytearray(400 << 20)\n    return t\n", TABLE,
+               memory_mb=64)
+    assert r.error == "memory"
+    assert sb.run(SPLIT, TABLE).ok  # and the next run works
+
+
+def test_crash_kind(sb):
+    code = "import random\ndef transform(t):\n    random._os._exit(3)\n"
+    r = sb.run(code, TABLE)  # the AST check lets this attribute through: it is no wall
+    assert r.error == "crash" and "status 3" in r.message
+
+
+@pytest.mark.parametrize("module, expr", [
+    ("re", "re.sub(r'\\d', '#', 'a1b2')"), ("math", "str(math.floor(2.7))"),
+    ("itertools", "''.join(itertools.chain('ab', 'c'))"),
+    ("collections", "str(collections.Counter('aab')['a'])"),
+    ("string", "string.ascii_lowercase[:3]"), ("json", "json.dumps({'a': 1})"),
+    ("datetime", "datetime.datetime.strptime('05/03/2024', '%d/%m/%Y').strftime('%Y-%m-%d')"),
+    ("functools", "str(functools.reduce(lambda a, b: a + b, [1, 2, 3]))"),
+    ("operator", "str(operator.add(1, 2))"),
+    ("statistics", "str(statistics.median([3, 1, 2]))"), ("copy", "copy.deepcopy('x')"),
+    ("unicodedata", "unicodedata.normalize('NFKD', 'é')[0]"),
+    ("typing", "str(typing.List is not None)"),
+])
+def test_allowed_standard_modules_work(sb, module, expr):
+    code = f"import {module}\ndef transform(t):\n    return [[{expr}]]\n"
+    r = sb.run(code, TABLE)
+    assert r.ok, r.message
+
+
+def test_table_must_be_list_of_lists_of_str(sb):
+    with pytest.raises(TypeError):
+        sb.run(SPLIT, [["a", 1]])
+    with pytest.raises(TypeError):
+        sb.run(SPLIT, ("a",))
+
+
+def test_bad_limits_are_refused(sb):
+    with pytest.raises(ValueError):
+        sb.run(SPLIT, TABLE, timeout_s=0)
+    with pytest.raises(ValueError):
+        sb.run(SPLIT, TABLE, memory_mb=1)
+
+
+def test_output_limits_apply():
+    limits = OutputLimits(max_rows=3, max_cols=2, max_cell_chars=5, max_bytes=1000)
+    with Sandbox(workers=1, limits=limits) as box:
+        assert box.run("def transform(t):\n    return [['a']] * 4\n", TABLE).error == "bad_output"
+        assert box.run("def transform(t):\n    return [['a'] * 3]\n", TABLE).error == "bad_output"
+        assert box.run("def transform(t):\n    return [['abcdef']]\n", TABLE).error == "bad_output"
+        assert box.run("def transform(t):\n    return [['abcde']]\n", TABLE).ok
+
+
+def test_closed_sandbox_refuses(sb):
+    box = Sandbox(workers=1)
+    box.close()
+    assert box.closed
+    with pytest.raises(RuntimeError):
+        box.run(SPLIT, TABLE)
+
+
+def test_protections_report():
+    report = protections()
+    assert report["fresh_process_per_run"] is True and report["rlimits"] is True
+    for key in ("seccomp", "no_new_privs", "drop_uid", "chroot", "pid_namespace",
+                "net_namespace", "mount_namespace", "ipc_namespace"):
+        assert isinstance(report[key], bool)
+    assert isinstance(report["notes"], str)
+
+
+@pytest.mark.parametrize("source", [
+    "import re\ndef transform(t):\n    return t\n",
+    "import re, math as m\nfrom collections import Counter, defaultdict\n",
+    "import os\n", "from os import path\n", "x = 'import'\n", "open('f')\n",
+    "import re; import os\n", "t.__class__\n", "from . import x\n", "ｏｐｅｎ('f')\n",
+    "import sys as re\n", "x = getattr(t, 'a')\n", "from collections import (Counter)\n",
+])
+def test_quick_pass_never_lets_through_what_the_full_check_refuses(source):
+    if policy.quick_pass(source):
+        assert policy.check(policy.parse(source)) is None
+
+
+def test_runs_repeat_exactly_across_workers_and_sandboxes(sb):
+    """Same program, same table, same output: ``random`` and set order do not vary."""
+    code = ("import random\ndef transform(t):\n"
+            "    return [[str(random.random()), ''.join(set('abcdefghij'))]]\n")
+    first = [r.output for r in sb.run_many([(code, TABLE)] * 4)]
+    with Sandbox(workers=1) as other:
+        again = other.run(code, TABLE).output
+    assert first == [again] * 4
