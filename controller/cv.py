@@ -34,12 +34,7 @@ def run_cv(records, cfg, log=print) -> dict:
         dev = [r for r in recs if r["split"] == "dev"]
         test = [r for r in recs if r["split"] == "test"]
 
-        def dev_score(p, d):
-            o = summarize_outcomes(simulate(p, d))
-            return o["accuracy"] or 0.0, o["program_generations"]
-
-        states, labels = labelled(full_state_pairs(train))
-        rule, _ = select_rule(states, labels, dev, dev_score, seed=cfg.seed)
+        rule, _ = select_rule(labelled(full_state_pairs(train)), dev, seed=cfg.seed)
         policies = {name: cls() for name, cls in FIXED_POLICIES.items()}
         policies["learned_rule"] = rule
         policies["oracle_seq"] = Oracle(test)

@@ -7,7 +7,7 @@ later iteration rolls out the mixture "oracle with probability beta, else the cu
 the training traces, labels every visited state with the oracle, aggregates (each (case, step)
 once) and retrains. beta anneals linearly from ``beta0`` to 0 at the last iteration.
 
-The learner is any ``fit(states, labels, iteration) -> policy`` callable, so the scikit-learn
+The learner is any ``fit(training_set, iteration) -> policy`` callable, so the scikit-learn
 rule and the LoRA policy share this loop.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from .policies import Mixture, Oracle
 from .simulate import simulate
-from .training import dedupe, labelled, oracle_pairs
+from .training import labelled, oracle_pairs
 
 
 def beta_schedule(iters: int, beta0: float = 0.5) -> list[float]:
@@ -33,14 +33,13 @@ def run_dagger(fit: Callable, train: Sequence[dict], *, iters: int, beta0: float
     """Return (final policy, history). ``evaluate(policy) -> dict`` adds per-iteration results."""
     scored = [r for r in train if r["hidden"]["answer"] is not None]
     oracle = Oracle(scored, lam, cost)
-    states, labels = labelled(oracle_pairs(scored, lam, cost), lam, cost)
-    policy = fit(states, labels, 0)
-    history = [{"iter": 0, "beta": 1.0, "n_states": len(states), **(evaluate(policy) if evaluate else {})}]
+    data = labelled(oracle_pairs(scored, lam, cost), lam, cost)
+    policy = fit(data, 0)
+    history = [{"iter": 0, "beta": 1.0, "n_states": len(data), **(evaluate(policy) if evaluate else {})}]
     for i, beta in enumerate(beta_schedule(iters, beta0), start=1):
         visited: list = []
         simulate(Mixture(policy, oracle, beta, seed + i), scored, states_out=visited)
-        new_s, new_l = labelled(visited, lam, cost)
-        states, labels = dedupe(states + new_s, labels + new_l)
-        policy = fit(states, labels, i)
-        history.append({"iter": i, "beta": beta, "n_states": len(states), **(evaluate(policy) if evaluate else {})})
+        data = (data + labelled(visited, lam, cost)).dedupe()
+        policy = fit(data, i)
+        history.append({"iter": i, "beta": beta, "n_states": len(data), **(evaluate(policy) if evaluate else {})})
     return policy, history

@@ -7,13 +7,13 @@ Reads top to bottom: group records by split -> fixed policies and the oracle -> 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable
 
 from .dagger import run_dagger
 from .failures import failure_breakdown
 from .policies import FIXED_POLICIES, Oracle
-from .rule import CANDIDATES, fit_rule, select_rule
+from .rule import fit_rule, select_rule
 from .simulate import simulate
 from .stats import paired_tests, summarize_outcomes
 from .training import full_state_pairs, labelled
@@ -35,6 +35,7 @@ class ExperimentConfig:
     frontier_lambdas: tuple = field(default=(0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0),
                                     metadata={"help": "trade-off weights swept for the frontier"})
     policies: tuple | None = field(default=None, metadata={"help": "report only these policies (default: all)"})
+    progress: bool = True
     bootstrap_resamples: int = 2000
     lora: object = None  # controller.lora.LoraPolicyConfig, built by the CLI
     adapters_dir: str = "reports/adapters"
@@ -67,21 +68,17 @@ def _evaluate_on(policy, splits: dict) -> dict:
     return {s: summarize_outcomes(simulate(policy, recs)) for s, recs in splits.items() if s in ("dev", "test")}
 
 
-def _dev_score(policy, dev):
-    o = summarize_outcomes(simulate(policy, dev))
-    return o["accuracy"] or 0.0, o["program_generations"]
-
-
 def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool) -> Callable:
     from dataclasses import replace
 
     from .lora import PolicyExample, train_lora_policy
 
-    def fit(states, labels, iteration=None):
-        examples = [PolicyExample(s.text, tuple(s.valid_actions), l) for s, l in zip(states, labels)]
+    def fit(data, iteration=None):
+        examples = [PolicyExample(s.text, tuple(s.valid_actions), l, w)
+                    for s, l, w in zip(data.states, data.labels, data.weights) if len(s.valid_actions) > 1]
         lcfg = replace(cfg.lora, seed=cfg.seed, shuffle_labels=shuffle)
         tag = name if iteration is None else f"{name}_iter{iteration}"
-        pol = train_lora_policy(examples, lcfg, f"{cfg.adapters_dir}/{tag}")
+        pol = train_lora_policy(examples, lcfg, f"{cfg.adapters_dir}/{tag}", progress=cfg.progress)
         return _LoraAdapter(pol, name)
 
     return fit
@@ -104,21 +101,21 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     policies["oracle_seq"] = Oracle(_scored(records))
 
     # --- learned rule: full-state behaviour cloning, model choice on dev --------------------
-    states, labels = labelled(full_state_pairs(train))
-    rule, rule_table = select_rule(states, labels, _scored(splits["dev"]), _dev_score, seed=cfg.seed)
+    data = labelled(full_state_pairs(train))
+    rule, rule_table = select_rule(data, _scored(splits["dev"]), seed=cfg.seed)
     policies["learned_rule"] = rule
-    learned_rule = {"model": rule.model_name, "candidates": rule_table, "n_train_states": len(states),
-                    "training": "full_state_bc", "description": rule.describe()}
+    learned_rule = {"model": rule.model_name, "candidates": rule_table, "n_train_states": len(data),
+                    "training": "full_state_bc, regret-weighted oracle labels", "description": rule.describe()}
     timing["rule_s"] = round(time.monotonic() - t0, 2)
 
     # --- LoRA policies --------------------------------------------------------------------
     if cfg.train_lora:
         t = time.monotonic()
-        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False)(states, labels)
+        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False)(data)
         timing["lora_s"] = round(time.monotonic() - t, 2)
     if cfg.train_shuffled_lora:
         t = time.monotonic()
-        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True)(states, labels)
+        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True)(data)
         timing["lora_shuffled_s"] = round(time.monotonic() - t, 2)
 
     # --- simulate every policy on every split ---------------------------------------------
@@ -131,7 +128,7 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     if cfg.dagger_iters > 0:
         t = time.monotonic()
         summary["dagger"] = {}
-        fit_rule_iter = lambda s, l, i: fit_rule(s, l, rule.model_name, cfg.seed, name="learned_rule_dagger")
+        fit_rule_iter = lambda d, i: fit_rule(d, rule.model_name, cfg.seed, name="learned_rule_dagger")
         learners = {"learned_rule": fit_rule_iter}
         if cfg.train_lora:
             learners["lora_seq_policy"] = _lora_fit(cfg, "lora_dagger", False)
@@ -174,8 +171,7 @@ def _frontier(train, splits, model_name, cfg: ExperimentConfig) -> dict:
     """Sweep the trade-off weight: oracle labels that charge lam per unit cost -> one rule each."""
     points = []
     for lam in cfg.frontier_lambdas:
-        s, l = labelled(full_state_pairs(train), lam, cfg.cost)
-        pol = fit_rule(s, l, model_name, cfg.seed, name=f"rule_lam{lam}")
+        pol = fit_rule(labelled(full_state_pairs(train), lam, cfg.cost), model_name, cfg.seed, name=f"rule_lam{lam}")
         for split in ("dev", "test"):
             outs = [o for o in simulate(pol, _scored(splits[split]))]
             summ = summarize_outcomes(outs)

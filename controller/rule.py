@@ -93,8 +93,9 @@ class RulePolicy:
         return "\n".join(parts) or "no decision point seen in training"
 
 
-def fit_rule(states: Sequence[State], labels: Sequence[str], model_name: str, seed: int = 0,
-             weights: Sequence[float] | None = None, name: str = "learned_rule") -> RulePolicy:
+def fit_rule(data, model_name: str, seed: int = 0, name: str = "learned_rule") -> RulePolicy:
+    """Fit one classifier per decision point on a ``training.TrainingSet`` (regret-weighted)."""
+    states, labels, weights = data.states, data.labels, data.weights
     groups: dict[tuple, list[int]] = {}
     for i, s in enumerate(states):
         if len(s.valid_actions) > 1:
@@ -107,21 +108,28 @@ def fit_rule(states: Sequence[State], labels: Sequence[str], model_name: str, se
             models[point] = ys[0]
             continue
         model = _make(model_name, seed)
-        kw = {}
-        if weights is not None:
-            w = [weights[i] for i in idx]
-            kw = {"logisticregression__sample_weight": w} if model_name == "logistic" else {"sample_weight": w}
+        w = [weights[i] for i in idx]
+        kw = {"logisticregression__sample_weight": w} if model_name == "logistic" else {"sample_weight": w}
         model.fit(X[idx], ys, **kw)
         models[point] = model
     return RulePolicy(models, model_name, name=name)
 
 
-def select_rule(states, labels, dev_records, evaluate, *, seed: int = 0, name: str = "learned_rule",
+def dev_score(policy, records) -> tuple[float, int]:
+    """Simulated (accuracy, program generations) of a policy on dev records."""
+    from .simulate import simulate
+    from .stats import summarize_outcomes
+
+    o = summarize_outcomes(simulate(policy, records))
+    return o["accuracy"] or 0.0, o["program_generations"]
+
+
+def select_rule(data, dev_records, evaluate=dev_score, *, seed: int = 0, name: str = "learned_rule",
                 candidates: Sequence[str] = CANDIDATES):
     """Fit every candidate, keep the best on dev. ``evaluate(policy, records) -> (accuracy, generations)``."""
     table, best = {}, None
     for i, cand in enumerate(candidates):
-        pol = fit_rule(states, labels, cand, seed, name=name)
+        pol = fit_rule(data, cand, seed, name=name)
         acc, gens = evaluate(pol, dev_records)
         table[cand] = {"dev_accuracy": acc, "dev_program_generations": gens}
         key = (acc, -gens, -i)

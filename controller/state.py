@@ -69,7 +69,7 @@ def _coverage(table, source) -> float:
 def _features(view: dict) -> dict[str, float]:
     task = view["task"]
     ex_in, ex_out, test_in = task["input_table"], task["output_table"], task["test_table"]
-    (eir, eic), (eor, eoc), (tir, tic) = _shape(ex_in), _shape(ex_out), _shape(test_in)
+    (eir, eic), (eor, eoc), (tir, _) = _shape(ex_in), _shape(ex_out), _shape(test_in)
     direct = view["direct"]["table"]
     dr, dc = _shape(direct)
     # the row count the example's in->out ratio predicts for the new input (visible arithmetic)

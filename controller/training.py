@@ -11,9 +11,10 @@ The labels come from ``oracle.oracle_label``; the states from ``state.visible_st
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Sequence
 
-from .oracle import oracle_label
+from .oracle import action_values, oracle_label
 from .policies import Oracle
 from .simulate import simulate
 from .state import State, visible_state
@@ -30,24 +31,48 @@ def oracle_pairs(records: Sequence[dict], lam: float = 0.0, cost: str = "generat
     return pairs
 
 
-def labelled(pairs, lam: float = 0.0, cost: str = "generations") -> tuple[list[State], list[str]]:
-    """Drop unscored records (no label exists) and attach oracle labels."""
-    states, labels = [], []
+# A tie (every valid action reaches the same value) still carries the cost tie-break, but barely.
+TIE_WEIGHT = 0.05
+
+
+@dataclass
+class TrainingSet:
+    """Labelled states. ``weights`` are the regret of the wrong choice: states where the choice
+    decides whether the answer is right weigh 1, states where it only changes the cost weigh less."""
+
+    states: list[State] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def __add__(self, other: "TrainingSet") -> "TrainingSet":
+        return TrainingSet(self.states + other.states, self.labels + other.labels, self.weights + other.weights)
+
+    def dedupe(self) -> "TrainingSet":
+        """Aggregate without double-counting a (case, step) visited in several iterations."""
+        seen, out = set(), TrainingSet()
+        for s, l, w in zip(self.states, self.labels, self.weights):
+            if (s.case_id, s.revealed) not in seen:
+                seen.add((s.case_id, s.revealed))
+                out.states.append(s)
+                out.labels.append(l)
+                out.weights.append(w)
+        return out
+
+
+def labelled(pairs, lam: float = 0.0, cost: str = "generations") -> TrainingSet:
+    """Drop unscored records (no label exists); attach oracle labels and regret weights."""
+    out = TrainingSet()
     for rec, s in pairs:
         if rec["hidden"]["answer"] is None:
             continue
-        states.append(s)
-        labels.append(oracle_label(rec, s.revealed, lam, cost))
-    return states, labels
-
-
-def dedupe(states: Sequence[State], labels: Sequence[str]) -> tuple[list[State], list[str]]:
-    """Aggregate without double-counting a (case, step) visited in several iterations."""
-    seen, out_s, out_l = set(), [], []
-    for s, l in zip(states, labels):
-        key = (s.case_id, s.revealed)
-        if key not in seen:
-            seen.add(key)
-            out_s.append(s)
-            out_l.append(l)
-    return out_s, out_l
+        values = action_values(rec, s.revealed, lam, cost)
+        label = oracle_label(rec, s.revealed, lam, cost)
+        others = [v[0] for a, v in values.items() if a != label]
+        gap = values[label][0] - max(others) if others else 0.0
+        out.states.append(s)
+        out.labels.append(label)
+        out.weights.append(max(gap, TIE_WEIGHT))
+    return out

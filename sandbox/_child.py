@@ -2,12 +2,14 @@
 
 ``confine`` applies, in this order, each kernel protection the worker's plan enables: point
 stdin/stdout/stderr at /dev/null and close every other inherited descriptor except the result
-pipe (moved to fd 3); drop to an unprivileged uid/gid with no supplementary groups (which also makes the process non-dumpable); outside a
-PID namespace, ask for SIGKILL if the worker dies; resource limits (address space, CPU seconds,
-no new descriptors, and no new processes where the worker could not set that for it); the
-seccomp filter. The worker has already set what is the same for every run and inherited:
-its ``chroot`` into an empty read-only directory, no-new-privileges and ``STATIC_RLIMITS``. A step the plan marks as required that fails ends the child with ``crash`` rather than
-run the program with less protection than the worker reported.
+pipe (moved to fd 3); drop to an unprivileged uid/gid with no supplementary groups (which also
+makes the process non-dumpable); outside a PID namespace, ask for SIGKILL if the worker dies;
+resource limits (address space, CPU seconds, no new descriptors, and no new processes where
+the worker could not set that for it); the seccomp filter. The worker has already set what is
+the same for every run, and the child inherits it: the ``chroot`` into an empty read-only
+directory, no-new-privileges and ``STATIC_RLIMITS``. If a step the plan marks as required
+fails, the child ends with ``crash`` rather than run the program with less protection than the
+worker reported.
 
 ``execute`` then parses the program, applies the courtesy AST check, runs its top level with
 guarded builtins, calls ``transform`` on a table decoded from JSON (a fresh object, so mutating
@@ -35,7 +37,6 @@ except ImportError:
     import policy
 
 FILENAME = "<transform>"
-MIB = 1 << 20
 
 
 class Refused(Exception):
@@ -163,7 +164,8 @@ def check_output(out, limits: dict) -> tuple[bytes | None, str]:
     except UnicodeEncodeError:
         return None, "output contains a lone surrogate character"
     if len(data) > limits["max_bytes"]:
-        return None, f"output is {len(data)} bytes of JSON, more than the limit {limits['max_bytes']}"
+        return None, (f"output is {len(data)} bytes of JSON, more than the limit "
+                      f"{limits['max_bytes']}")
     return data, ""
 
 

@@ -33,7 +33,9 @@ MAX_CODE_CHARS = 100_000
 MIN_MEMORY_MB = 16
 
 
-def _cleanup(workers: list, tmp: str) -> None:
+def _cleanup(workers: list, tmp: str, owner: int) -> None:
+    if os.getpid() != owner:  # a forked copy of the owner exiting: the workers are not ours
+        return
     for worker in workers:
         worker.kill(grace_s=1.0)
     shutil.rmtree(tmp, ignore_errors=True)
@@ -57,7 +59,8 @@ class Sandbox:
         self._tmp = tempfile.mkdtemp(prefix="sandbox-")
         options = {"limits": limits.as_dict(), "ast_check": ast_check}
         self._workers = [Worker(options, self._tmp) for _ in range(workers)]
-        self._finalizer = weakref.finalize(self, _cleanup, self._workers, self._tmp)
+        self.restarts = 0  # workers replaced after dying or stalling
+        self._finalizer = weakref.finalize(self, _cleanup, self._workers, self._tmp, self._pid)
         try:
             for worker in self._workers:
                 worker.spawn()
@@ -66,7 +69,6 @@ class Sandbox:
         except BaseException:
             self.close()
             raise
-        self.restarts = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -150,8 +152,19 @@ class Sandbox:
         for i, (code, table) in enumerate(items):
             requests[i], results[i] = _encode(code, table, timeout_s, memory_mb, tables)
         queue = deque(i for i, req in enumerate(requests) if req is not None)
+        for worker in self._workers:
+            if worker.proc is None:  # left mid-run by an interrupted call: its reply is lost
+                self._restart(worker)
         idle = list(self._workers)
         busy: dict[Worker, tuple[int, float]] = {}
+        try:
+            self._loop(queue, idle, busy, requests, results, timeout_s)
+        finally:
+            for worker in busy:  # only on an exception (say KeyboardInterrupt): a late reply
+                worker.kill()    # would be taken for the answer to the next request
+        return results
+
+    def _loop(self, queue, idle, busy, requests, results, timeout_s) -> None:
         while queue or busy:
             while queue and idle:
                 worker, i = idle.pop(), queue.popleft()
@@ -188,7 +201,6 @@ class Sandbox:
                     idle.append(worker)
                     results[i] = _failure("timeout", f"transform did not finish within "
                                           f"{timeout_s:g} s (the worker was restarted)", start)
-        return results
 
     def _send(self, worker: Worker, request: bytes) -> None:
         try:

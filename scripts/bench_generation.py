@@ -67,9 +67,10 @@ def main(argv=None) -> int:
     ap.add_argument("--model", help="model folder or cached hub name (default: build a tiny random one)")
     ap.add_argument("--arch", default="qwen3_5", choices=["qwen3_5", "llama"], help="tiny model architecture")
     ap.add_argument("--work-dir", default=os.path.join("reports", "cache", "bench_tiny"), help="where the tiny model is built")
-    ap.add_argument("--n-prompts", type=int, default=32)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--max-new-tokens", type=int, default=32)
+    # 64 tokens is still far shorter than a real program; with fewer, per-call overhead dominates
+    ap.add_argument("--n-prompts", type=int, default=64, help="prompts (rollout requests) to generate for")
+    ap.add_argument("--batch-size", type=int, default=16, help="prompts per generate call in the batched way")
+    ap.add_argument("--max-new-tokens", type=int, default=64, help="generation limit per prompt")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--dtype", default="auto")
     ap.add_argument("--vllm", action="store_true", help="also time the vllm backend (needs vLLM and a GPU)")

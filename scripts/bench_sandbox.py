@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -127,7 +128,6 @@ def transform(table):
 
 def tables(seed: int, n: int) -> list[list[list[str]]]:
     """Deterministic small tables in the shape of the benchmark cases (3 columns and more)."""
-    import random
     rng = random.Random(seed)
     first = ["Ann", "Bob", "Cleo", "Dan", "Eve", "Fay", "Gus"]
     last = ["Smith", "Ng", "Okafor", "Lee", "Brown", "Diaz"]
@@ -135,10 +135,10 @@ def tables(seed: int, n: int) -> list[list[list[str]]]:
     for _ in range(n):
         rows = []
         for _ in range(rng.randint(4, 12)):
-            rows.append([f"{rng.choice(last)}, {rng.choice(first)}",
-                         f"20{rng.randint(10, 24)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
-                         rng.choice(["red", "green", "blue", ""]),
-                         f"{rng.randint(1, 9999):,}.{rng.randint(0, 99)} units, lot {rng.randint(1, 99)}"])
+            day = f"20{rng.randint(10, 24)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+            amount = f"{rng.randint(1, 9999):,}.{rng.randint(0, 99)} units, lot {rng.randint(1, 99)}"
+            rows.append([f"{rng.choice(last)}, {rng.choice(first)}", day,
+                         rng.choice(["red", "green", "blue", ""]), amount])
         out.append(rows)
     return out
 
@@ -172,8 +172,8 @@ def percentile(values, q: float) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-program", type=int, default=10, help="tables per program")
-    parser.add_argument("--repeat", type=int, default=10, help="sandbox passes over the workload")
+    parser.add_argument("--per-program", type=int, default=5, help="tables per program")
+    parser.add_argument("--repeat", type=int, default=20, help="sandbox passes over the workload")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()

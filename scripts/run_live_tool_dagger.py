@@ -25,14 +25,15 @@ import signal
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without install
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # run from a checkout without install
 
 
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     g = p.add_argument_group("run")
-    g.add_argument("--root", default=".", help="run directory; outputs go to ROOT/reports (default: current directory)")
+    g.add_argument("--root", default=str(REPO), help="run directory; outputs go to ROOT/reports (default: the repository root)")
     g.add_argument("--cases", default=None, help="directory of Foofah-format case files (*.json, *.txt, recursive); "
                    "default: the shipped library cases/data")
     g.add_argument("--generate-traces", action="store_true", help="trace the cases with the backend (else reuse the trace file)")
@@ -66,7 +67,7 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--replay", default=None, help="replay: the trace file whose raw outputs are re-parsed and re-run")
     g.add_argument("--cache-dir", default=None, help="generation cache directory (default for model backends: "
                    "ROOT/reports/cache/generations; 'none' disables)")
-    g.add_argument("--synth-write-nodes", type=int, default=3000, help="synth: search nodes for WRITE")
+    g.add_argument("--synth-write-nodes", type=int, default=100, help="synth: search nodes for WRITE")
     g.add_argument("--synth-fix-nodes", type=int, default=40000, help="synth: search nodes for each FIX")
     g.add_argument("--synth-time-budget", type=float, default=20.0, help="synth: wall-clock cap per search, seconds")
 
@@ -128,7 +129,7 @@ def build_config(args):
         seed=args.seed, train_lora=args.train_lora, train_shuffled_lora=args.train_shuffled_lora,
         policies=tuple(p.strip() for p in args.policies.split(",") if p.strip()) if args.policies else None,
         dagger_iters=args.dagger_iters, dagger_beta=args.dagger_beta, cv_folds=args.cv_folds, cost=args.cost,
-        lora=LoraPolicyConfig(**lora_kw), adapters_dir=str(root / "reports" / "adapters"))
+        progress=not args.no_progress, lora=LoraPolicyConfig(**lora_kw), adapters_dir=str(root / "reports" / "adapters"))
     rollout = RolloutConfig(max_repairs=args.max_repairs, exec_timeout_s=args.exec_timeout, memory_mb=args.memory_mb,
                             wave_size=args.wave_size, progress_every=args.progress_every, progress=not args.no_progress)
     return RunConfig(root=str(root), cases=args.cases, generate_traces=args.generate_traces, resume=args.resume,

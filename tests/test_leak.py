@@ -71,23 +71,24 @@ def test_deployable_policies_ignore_hidden_answers(tmp_path):
 
 
 def test_audit_catches_a_leaky_state_builder(tmp_path, monkeypatch):
-    real = state_mod._features
-
-    def leaky(view):
-        f = real(view)
-        f["direct_parsed"] = float(bool(LEAK.get(view["case_id"])))  # smuggles a hidden grade in
-        return f
-
-    LEAK = {}
-    monkeypatch.setattr(state_mod, "_features", leaky)
-    orig_visible = state_mod.visible_view
+    """A state builder that lets one hidden bit through (is the latest program right?) fails the audit."""
+    answers = {}
+    real_view, real_features = state_mod.visible_view, state_mod._features
 
     def visible_view(record, revealed):
-        LEAK[record["case_id"]] = record["hidden"]["direct_exact"] or any(
-            h["hidden_exact"] for h in record["hidden"]["rounds"])
-        return orig_visible(record, revealed)
+        view = real_view(record, revealed)
+        if revealed:
+            answers[record["case_id"]] = record["hidden"]["rounds"][revealed - 1]["hidden_exact"]
+        return view
+
+    def leaky(view):
+        f = real_features(view)
+        if view["rounds"]:
+            f["prog_equals_direct"] = float(bool(answers.get(view["case_id"])))
+        return f
 
     monkeypatch.setattr(state_mod, "visible_view", visible_view)
+    monkeypatch.setattr(state_mod, "_features", leaky)
     a, b = _audit(tmp_path)
     changed = [p for p in _deployable(a)
                if {k: v[0] for k, v in a[p].items()} != {k: v[0] for k, v in b[p].items()}]

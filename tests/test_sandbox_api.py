@@ -4,6 +4,9 @@ Hostile programs live in the ``test_sandbox_redteam_*`` files; this file covers 
 """
 from __future__ import annotations
 
+import _thread
+import threading
+
 import pytest
 
 from sandbox import ERRORS, OutputLimits, RunResult, Sandbox, protections, run_transform
@@ -97,9 +100,20 @@ def test_crash_kind(sb):
     ("statistics", "str(statistics.median([3, 1, 2]))"), ("copy", "copy.deepcopy('x')"),
     ("unicodedata", "unicodedata.normalize('NFKD', 'é')[0]"),
     ("typing", "str(typing.List is not None)"),
+    ("heapq", "str(heapq.nsmallest(1, [3, 1]))"), ("bisect", "str(bisect.bisect([1, 3], 2))"),
+    ("textwrap", "textwrap.shorten('a b c d e f', 7)"),
+    ("decimal", "str(decimal.Decimal('1.10') + decimal.Decimal('2.205'))"),
+    ("fractions", "str(fractions.Fraction(3, 6))"),
+    ("random", "str(random.Random(1).randint(1, 9))"),
+    ("calendar", "calendar.month_name[3]"), ("enum", "enum.Enum('E', 'A B').B.name"),
+    ("time", "time.strftime('%Y', time.gmtime(0)) + str(time.sleep(0.001))"),
+    ("csv", "next(csv.reader(io.StringIO('a,\"b,c\"')))[1]"),
+    ("numbers", "str(isinstance(1, numbers.Number))"),
+    ("array", "str(array.array('i', [1, 2]).tolist())"),
+    ("datetime", "datetime.datetime.strptime('Mar 5 2024', '%b %d %Y').strftime('%A %B')"),
 ])
 def test_allowed_standard_modules_work(sb, module, expr):
-    code = f"import {module}\ndef transform(t):\n    return [[{expr}]]\n"
+    code = f"import {module}, io\ndef transform(t):\n    return [[{expr}]]\n"
     r = sb.run(code, TABLE)
     assert r.ok, r.message
 
@@ -164,3 +178,17 @@ def test_runs_repeat_exactly_across_workers_and_sandboxes(sb):
     with Sandbox(workers=1) as other:
         again = other.run(code, TABLE).output
     assert first == [again] * 4
+
+
+def test_interrupted_call_leaves_no_stale_replies():
+    """A KeyboardInterrupt mid-batch must not let a late reply answer the next request."""
+    loop = "def transform(t):\n    while True:\n        pass\n"
+    with Sandbox(workers=2) as box:
+        threading.Timer(0.3, _thread.interrupt_main).start()
+        with pytest.raises(KeyboardInterrupt):
+            box.run_many([(loop, TABLE)] * 4, timeout_s=1.0)
+        results = box.run_many([(f"def transform(t):\n    return [['{i}']]\n", TABLE)
+                                for i in range(6)])
+        assert [r.output for r in results] == [[[str(i)]] for i in range(6)]
+        per_worker = 2 if box.protections()["pid_namespace"] else 1
+        assert box.census()["processes"] == 2 * per_worker

@@ -47,14 +47,16 @@ def is_plain_table(value) -> bool:
     "def transform(t):\n    return L([['a', 'b'], ['c', 'd']])\n",
     "class L(list):\n    def __eq__(self, other):\n        return True\n"
     "def transform(t):\n    return [L(['a', 'b'])]\n",
-    "class S(str):\n    def __eq__(self, other):\n        return True\n    __hash__ = str.__hash__\n"
+    "class S(str):\n    def __eq__(self, other):\n        return True\n"
+    "    __hash__ = str.__hash__\n"
     "def transform(t):\n    return [[S('a'), S('b')]]\n",
     "def transform(t):\n    return ([c for c in r] for r in t)\n",
     "def transform(t):\n    return [[float('nan')]]\n",
     "def transform(t):\n    return {'rows': t}\n",
     "def transform(t):\n    return [tuple(r) for r in t]\n",
     "def transform(t):\n    return None\n",
-    "class Fake:\n    def __iter__(self):\n        return iter([['a']])\n    def __len__(self):\n        return 1\n"
+    "class Fake:\n    def __iter__(self):\n        return iter([['a']])\n"
+    "    def __len__(self):\n        return 1\n"
     "    def __eq__(self, other):\n        return True\ndef transform(t):\n    return Fake()\n",
     "def transform(t):\n    return [['\\ud800']]\n",
     "def transform(t):\n    return [['x'] * 2000]\n",
@@ -149,7 +151,8 @@ PERSIST = [
      "str(sys.modules['gc'].isenabled()), str(sys.gettrace())]]\n",
      [["False", "-", "True", "None"]]),
     ("del sys.modules['re']\ndel sys.modules['datetime']\n",
-     "import re, datetime\ndef transform(t):\n    return [[re.escape('.'), str(datetime.date(2024, 1, 2))]]\n",
+     "import re, datetime\ndef transform(t):\n"
+     "    return [[re.escape('.'), str(datetime.date(2024, 1, 2))]]\n",
      [["\\.", "2024-01-02"]]),
     ("child = sys.modules.get('_child') or sys.modules['sandbox._child']\n"
      "child.check_output = lambda out, limits: (b'[[\"forged\"]]', '')\n",

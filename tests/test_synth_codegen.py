@@ -97,3 +97,31 @@ def test_emitted_code_passes_the_sandbox_quick_check():
         if code.isascii():
             assert policy.quick_pass(code), code
         assert policy.check(policy.parse(code)) is None
+
+
+SAMPLE_STEPS = [
+    ("drop_column", {"col": 1}), ("move_column", {"src": 0, "dst": 2}), ("copy_column", {"col": 0}),
+    ("merge_columns", {"left": 0, "right": 1, "sep": " "}), ("split_column", {"col": 0, "sep": ","}),
+    ("split_once", {"col": 0, "sep": ",", "from_right": True}), ("extract", {"col": 0, "pattern": r"\d+"}),
+    ("divide", {"col": 1, "pred": "numeric", "value": ""}), ("delete_empty_columns", {}), ("strip_cells", {}),
+    ("delete_empty_rows", {}), ("delete_rows", {"col": -1, "pred": "contains", "value": "Total"}),
+    ("delete_first_rows", {"count": 1}), ("delete_last_rows", {"count": 2}), ("delete_duplicate_rows", {}),
+    ("fill_down", {"col": 0}), ("explode", {"col": 1, "sep": ";"}), ("transpose", {}),
+    ("fold", {"start": 1, "width": 1}), ("fold_with_header", {"start": 1}),
+    ("unfold", {"hcol": 1, "vcol": 2, "header": "first"}), ("wrap_rows", {"count": 2}), ("wrap_all", {}),
+    ("wrap_records", {"col": 0, "pred": "nonempty", "value": ""}), ("group_by_key", {"col": 0}),
+    ("collapse_rows", {"col": 0, "sep": ", "}), ("lift_group_headers", {}), ("insert_row", {"values": ["A", "B"]}),
+    ("select_columns", {"names": ["Name"]}), ("fill_right", {"row": 0}), ("merge_rows", {"row": 0, "sep": " "}),
+]
+
+
+def test_every_operator_is_described_and_emitted():
+    from tracegen.synth import describe_step
+    from tracegen.synth.library import OPERATORS
+
+    assert {name for name, _ in SAMPLE_STEPS} == set(OPERATORS)
+    for step in SAMPLE_STEPS:
+        assert describe_step(*step)
+        transform = _exec(emit_code((step,)))
+        for table in TABLES + OTHER_INPUTS:
+            assert transform(table) == run_program(table, (step,)), step

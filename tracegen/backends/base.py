@@ -76,7 +76,7 @@ class BackendConfig:
     replay_path: str | None = None
     cache_dir: str | None = None  # generation cache; None disables it
     # synth only: search budgets count nodes (deterministic); the time cap is a safety net
-    synth_write_nodes: int = 3_000
+    synth_write_nodes: int = 100
     synth_fix_nodes: int = 40_000
     synth_time_budget_s: float = 20.0
     extra: dict = field(default_factory=dict)

@@ -36,24 +36,23 @@ def _prompt_tokens(messages: list[dict]) -> int:
     return sum(count_tokens(str(m.get("content", ""))) for m in messages)
 
 
-def _steps_sentence(program) -> str:
+def _steps_text(program) -> str:
     steps = [describe_step(name, params) for name, params in program]
     if not steps:
-        return "returns the table unchanged"
-    if len(steps) == 1:
-        return steps[0]
-    return ", then ".join(steps[:-1]) + ", and finally " + steps[-1]
+        return "return the table unchanged"
+    return "; ".join(steps)
 
 
 def _program_text(kind: str, result, tried_before: bool) -> str:
-    what = _steps_sentence(result.program)
+    n = len(result.program)
+    count = "one step" if n == 1 else f"{n} steps"
     if result.found:
         lead = "The previous program was wrong. " if kind == "fix" else ""
-        sentence = f"{lead}This program reproduces the example: it {what}."
+        sentence = f"{lead}This program reproduces the example in {count}: {_steps_text(result.program)}."
     else:
-        lead = "I could not repair the program exactly" if kind == "fix" and tried_before else \
-            "I could not find a program that reproduces the example exactly"
-        sentence = f"{lead}; this is the closest I found: it {what}."
+        lead = "I could not repair the program" if kind == "fix" and tried_before else \
+            "I could not find a program that reproduces the example"
+        sentence = f"{lead}; this is the closest I found ({count}): {_steps_text(result.program)}."
     return f"{sentence}\n\n```python\n{result.code}```\n"
 
 
@@ -73,7 +72,8 @@ class SynthBackend(Backend):
         t0 = time.perf_counter()
         task = req.task
         if req.kind == "direct":
-            text = json.dumps(guess_direct(task.input_table, task.output_table, task.test_table))
+            guess = guess_direct(task.input_table, task.output_table, task.test_table)
+            text = json.dumps(guess, ensure_ascii=False)
         elif req.kind in ("write", "fix"):
             text = self._program(req)
         else:

@@ -2,13 +2,17 @@
 
 A cheap stand-in for Foofah's table edit distance, in rough "steps still needed" units:
 - content: target cells missing from the table (half price when the value is still inside a
-  longer cell, so a split or extract can recover it) plus cells the target does not have;
+  longer cell, so a split or extract can recover it; three quarters when its words are spread
+  over several cells, so merges can), cells the target does not have, and, cheaper, surplus
+  copies of target values (a fill before an unfold makes them);
 - layout: target rows and target columns that do not yet appear whole in the table, whether
-  the row and column counts differ, and the share of pairs of values sharing a target row that
-  do not share a row here yet (a finer signal: a fill or fold moves values into the right rows).
-``lost`` counts target values that appear nowhere in the table, not even inside a cell; a step
-that raises it threw away data the answer needs, and the search prunes it.
-A target value whose words all appear somewhere (a merge can rebuild it) is not lost.
+  the row and column counts differ, and how far the pairs of values sharing a row here are from
+  those sharing a target row (a finer signal: a fill or fold moves values into the right rows);
+  for a crosstab target, a long table one unfold away scores as well, by its (row head, column
+  head, value) triples sharing rows.
+``lost`` counts target values that appear nowhere in the table, not even inside a cell or as
+words spread over cells; a step that raises it threw away data the answer needs, and the search
+prunes it. Header names that ``insert_row`` can write are never lost.
 Not covered: the order of rows or columns beyond whole-row / whole-column matches.
 """
 from __future__ import annotations
@@ -18,7 +22,6 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
-
 
 _WORD = re.compile(r"\w+")
 # weights of the distance terms, in rough "steps" units
@@ -40,6 +43,7 @@ class Target:
     n_cols: int
     n_cells: int
     pairs: frozenset  # pairs of distinct values sharing a row
+    triples: tuple  # crosstab targets only: (row head, column head, value) of each body cell
     insertable: frozenset  # header names an ``insert_row`` step can write: never counted as lost
 
     @cached_property
@@ -75,6 +79,7 @@ class Target:
             n_rows=len(rows), n_cols=max((len(r) for r in rows), default=0),
             n_cells=max(sum(counts.values()), 1),
             pairs=frozenset(p for r in rows for p in combinations(sorted({c for c in r if c}), 2)),
+            triples=_crosstab_triples(rows),
             insertable=frozenset(rows[0]) if rows and header_like(rows[0]) else frozenset(),
         )
 
@@ -130,14 +135,40 @@ def distance(table: Table, tgt: Target) -> tuple[float, int]:
     col_miss = sum(1 for c in tgt.cols if c not in have_cols) / max(len(tgt.cols), 1)
     shape = W["shape"] * ((n_rows != tgt.n_rows) + (n_cols != tgt.n_cols))
     h = W["content"] * content + W["rows"] * row_miss + W["cols"] * col_miss + shape \
-        + W["pairs"] * (1.0 - _pair_recall(table, tgt))
+        + W["pairs"] * (1.0 - max(_pair_score(table, tgt), _triple_recall(table, tgt)))
     if h == 0 and tuple(map(tuple, table)) != tgt.table:
         h = 0.25  # same cells, rows and columns, yet not equal (order): keep it above a solution
     return h, lost
 
 
-def _pair_recall(table: Table, tgt: Target) -> float:
-    """Share of the target's same-row value pairs that already share a row here."""
+def _crosstab_triples(rows: list[tuple]) -> tuple:
+    """For a target whose first row names its columns (blank corner or header words), each body
+    cell with its row head and column head: in the long table an unfold turns into this crosstab,
+    the three share a row."""
+    if len(rows) < 2 or len(rows[0]) < 3 or not (rows[0][0].strip() == "" or header_like(rows[0])):
+        return ()
+    head = rows[0]
+    return tuple((r[0], head[c], v) for r in rows[1:] for c, v in enumerate(r)
+                 if c >= 1 and v and c < len(head) and head[c] and r[0])
+
+
+def _triple_recall(table: Table, tgt: Target) -> float:
+    """Share of crosstab cells whose (row head, column head, value) already share a row."""
+    if not tgt.triples:
+        return 0.0
+    where: dict = {}
+    for i, r in enumerate(table):
+        for c in r:
+            if c in tgt.values:
+                where.setdefault(c, set()).add(i)
+    empty: set = set()
+    hits = sum(1 for a, b, v in tgt.triples if where.get(a, empty) & where.get(b, empty) & where.get(v, empty))
+    return hits / len(tgt.triples)
+
+
+def _pair_score(table: Table, tgt: Target) -> float:
+    """F1 of the same-row value pairs here against the target's: recall rewards moving values
+    into the right rows, precision keeps piling every value into one row from looking good."""
     if not tgt.pairs:
         return 1.0
     values = tgt.values
@@ -146,4 +177,4 @@ def _pair_recall(table: Table, tgt: Target) -> float:
         kept = sorted({c for c in r if c in values})
         if len(kept) > 1:
             have.update(combinations(kept, 2))
-    return len(have & tgt.pairs) / len(tgt.pairs)
+    return 2 * len(have & tgt.pairs) / (len(have) + len(tgt.pairs))

@@ -125,7 +125,7 @@ def _context_patterns(cells: list[str], tgt: Target, limit: int = 2) -> list[str
 
 def _whole_table(table: Table, tgt: Target) -> Iterator[Step]:
     cells = [c for r in table for c in r]
-    if any(not c.strip() for r in table for c in r) and any(not any(c.strip() for c in r) for r in table):
+    if any(not any(c.strip() for c in r) for r in table):
         yield "delete_empty_rows", {}
     cols = [_column(table, c) for c in range(width(table))]
     if any(not any(v.strip() for v in col) for col in cols):
@@ -152,7 +152,8 @@ def _rows(table: Table, tgt: Target) -> Iterator[Step]:
     for col in range(w):
         values = _column(table, col)
         blank = [not v.strip() for v in values]
-        if any(blank) and not blank[0] and any(b for b in blank[1:]):
+        first = blank.index(False) if False in blank else n
+        if any(blank[first + 1:]):  # a blank below some filled cell
             yield "fill_down", {"col": col}
         for pred in _PREDS:
             hits = sum(ops._test(v, pred, "") for v in values)
