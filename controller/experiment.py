@@ -13,6 +13,8 @@ from typing import Callable
 from .dagger import run_dagger
 from .failures import failure_breakdown
 from .policies import FIXED_POLICIES, Oracle
+from .resample import NAME as RESAMPLE
+from .resample import has_samples, resample_outcomes
 from .rule import fit_rule, select_rule
 from .simulate import simulate
 from .stats import paired_tests, summarize_outcomes
@@ -20,7 +22,7 @@ from .training import full_state_pairs, labelled
 
 SPLITS = ("train", "dev", "test")
 POLICY_NAMES = (*FIXED_POLICIES, "oracle_seq", "learned_rule", "lora_seq_policy", "lora_shuffled_seq",
-                "learned_rule_dagger", "lora_dagger")
+                "learned_rule_dagger", "lora_dagger", "resample_visible")
 
 
 @dataclass
@@ -33,7 +35,10 @@ class ExperimentConfig:
     cv_folds: int = field(default=0, metadata={"help": "family-level cross-validation folds (0: off)"})
     cost: str = field(default="generations", metadata={"help": "cost model: generations or tokens"})
     frontier_lambdas: tuple = field(default=(0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0),
-                                    metadata={"help": "trade-off weights swept for the frontier"})
+                                    metadata={"help": "trade-off weights swept for the rule's frontier"})
+    lora_frontier_lambdas: tuple = field(default=(0.0, 0.5, 0.75),
+                                         metadata={"help": "trade-off weights for the LoRA frontier (one training "
+                                                           "each); empty: none"})
     policies: tuple | None = field(default=None, metadata={"help": "report only these policies (default: all)"})
     progress: bool = True
     bootstrap_resamples: int = 2000
@@ -77,7 +82,7 @@ def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool) -> Callable:
         examples = [PolicyExample(s.text, tuple(s.valid_actions), l, w)
                     for s, l, w in zip(data.states, data.labels, data.weights) if len(s.valid_actions) > 1]
         lcfg = replace(cfg.lora, seed=cfg.seed, shuffle_labels=shuffle)
-        tag = name if iteration is None else f"{name}_iter{iteration}"
+        tag = name if iteration is None else f"{name}_{iteration}"
         pol = train_lora_policy(examples, lcfg, f"{cfg.adapters_dir}/{tag}", progress=cfg.progress)
         return _LoraAdapter(pol, name)
 
@@ -120,6 +125,8 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
 
     # --- simulate every policy on every split ---------------------------------------------
     outcomes = {name: simulate(p, records) for name, p in policies.items()}
+    if has_samples(_scored(records)):
+        outcomes[RESAMPLE] = resample_outcomes(records)
     results = {name: {s: summarize_outcomes([o for o in outs if o["split"] == s]) for s in SPLITS}
                for name, outs in outcomes.items()}
     summary = {"splits": split_counts(records), "policy_results": results, "learned_rule": learned_rule}
@@ -145,7 +152,12 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
 
     # --- budget frontier -------------------------------------------------------------------
     t = time.monotonic()
-    summary["frontier"] = {"learned_rule": _frontier(train, splits, rule.model_name, cfg)}
+    rule_fit = lambda d, lam: fit_rule(d, rule.model_name, cfg.seed, name=f"rule_lam{lam}")
+    summary["frontier"] = {"learned_rule": _frontier(rule_fit, train, splits, cfg.frontier_lambdas, cfg)}
+    if cfg.train_lora and cfg.lora_frontier_lambdas:
+        lora_fit = _lora_fit(cfg, "lora_frontier", False)
+        summary["frontier"]["lora_seq_policy"] = _frontier(lambda d, lam: lora_fit(d, f"lam{lam}"), train, splits,
+                                                           cfg.lora_frontier_lambdas, cfg)
     timing["frontier_s"] = round(time.monotonic() - t, 2)
 
     # --- cross-validation ------------------------------------------------------------------
@@ -167,11 +179,11 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     return summary, outcomes
 
 
-def _frontier(train, splits, model_name, cfg: ExperimentConfig) -> dict:
-    """Sweep the trade-off weight: oracle labels that charge lam per unit cost -> one rule each."""
+def _frontier(fit: Callable, train, splits, lambdas, cfg: ExperimentConfig) -> dict:
+    """Sweep the trade-off weight: oracle labels that charge lam per unit cost -> one policy each."""
     points = []
-    for lam in cfg.frontier_lambdas:
-        pol = fit_rule(labelled(full_state_pairs(train), lam, cfg.cost), model_name, cfg.seed, name=f"rule_lam{lam}")
+    for lam in lambdas:
+        pol = fit(labelled(full_state_pairs(train), lam, cfg.cost), lam)
         for split in ("dev", "test"):
             outs = [o for o in simulate(pol, _scored(splits[split]))]
             summ = summarize_outcomes(outs)

@@ -162,13 +162,16 @@ def _compute(ax, summary: Mapping) -> None:
     cost = _frontier_cost(summary)
     rows = _split_rows(summary, "test")
     ax.set_title(f"Accuracy vs compute on held-out test (n={_n(rows)})")
+    # policies that land on the same point share one marker and one legend entry (no overlapping labels)
+    at: dict[tuple, list[str]] = {}
     for policy, r in rows:
-        oracle = policy == ORACLE
-        x, y = cost_per_case(r, cost), _acc(r)
-        ax.scatter([x], [y], marker="*" if oracle else "o", s=120 if oracle else 40,
-                   color="gold" if oracle else "tab:blue", edgecolor="black", zorder=3)
-        ax.annotate(policy + (" (hindsight)" if oracle else ""), (x, y), fontsize=7,
-                    xytext=(4, 4), textcoords="offset points")
+        at.setdefault((round(cost_per_case(r, cost), 6), round(_acc(r) or 0.0, 6)), []).append(policy)
+    colors = __import__("matplotlib").colormaps["tab10"]
+    for k, ((x, y), names) in enumerate(sorted(at.items())):
+        oracle = ORACLE in names
+        label = ", ".join(n + (" (hindsight)" if n == ORACLE else "") for n in names)
+        ax.scatter([x], [y], marker="*" if oracle else "o", s=160 if oracle else 50, color=colors(k % 10),
+                   edgecolor="black", zorder=3, label=label)
     for learner, front in (summary.get("frontier") or {}).items():
         if front.get("cost", "generations") != cost:
             continue  # another cost axis; the report's table still lists it

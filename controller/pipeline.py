@@ -96,7 +96,7 @@ def trace_config(cfg: RunConfig, cases) -> dict:
     return {"backend": b.name, "model": b.model, "temperature": b.temperature, "top_p": b.top_p, "seed": b.seed,
             "max_new_tokens": b.max_new_tokens, "enable_thinking": b.enable_thinking,
             "synth_write_nodes": b.synth_write_nodes, "synth_fix_nodes": b.synth_fix_nodes,
-            "max_repairs": cfg.rollout.max_repairs, "exec_timeout_s": cfg.rollout.exec_timeout_s,
+            "max_repairs": cfg.rollout.max_repairs, "program_samples": cfg.rollout.program_samples, "exec_timeout_s": cfg.rollout.exec_timeout_s,
             "memory_mb": cfg.rollout.memory_mb, "split_seed": cfg.split_seed,
             "case_set": _case_set_digest(cases), "n_cases": len(cases)}
 
@@ -109,7 +109,7 @@ def check_flags(cfg: RunConfig) -> None:
                       ("--cv-folds", e.cv_folds)):
         if val < 0:
             raise UsageError(f"{flag}: must be >= 0, got {val}")
-    for flag, val in (("--exec-timeout", r.exec_timeout_s), ("--workers", cfg.workers), ("--wave-size", r.wave_size),
+    for flag, val in (("--exec-timeout", r.exec_timeout_s), ("--workers", cfg.workers), ("--wave-size", r.wave_size), ("--program-samples", r.program_samples),
                       ("--limit-total", cfg.limit_total or 1), ("--cases-per-family", cfg.cases_per_family or 1)):
         if val <= 0:
             raise UsageError(f"{flag}: must be > 0, got {val}")

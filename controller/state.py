@@ -23,9 +23,14 @@ class State:
     text: str  # the same state rendered for a language-model policy
 
 
+# What a controller may read of a record; everything else (``hidden``, later rounds, extra program
+# samples, totals over work not yet done) stays out. A whitelist, so a new field is hidden by default.
+VISIBLE_KEYS = ("case_id", "family", "split", "backend", "model", "max_repairs", "task", "direct")
+
+
 def visible_view(record: dict, revealed: int) -> dict:
     """The record as a controller may see it after ``revealed`` program rounds."""
-    view = {k: v for k, v in record.items() if k not in ("hidden", "rounds")}
+    view = {k: record[k] for k in VISIBLE_KEYS}
     view["rounds"] = record["rounds"][:revealed]
     return json.loads(json.dumps(view))  # a copy: a policy cannot reach back into the record
 

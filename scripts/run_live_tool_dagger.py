@@ -76,6 +76,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--exec-timeout", type=float, default=1.5, help="seconds per program run in the sandbox")
     g.add_argument("--memory-mb", type=int, default=256, help="memory limit per program run")
     g.add_argument("--workers", type=int, default=2, help="sandbox worker processes")
+    g.add_argument("--program-samples", type=int, default=1, help="independent first programs per case; k > 1 adds "
+                   "the budget-matched resample-instead-of-repair baseline (resample_visible); useful with sampling")
     g.add_argument("--wave-size", type=int, default=64, help="cases per wave (a backend batch); a kill loses at most one wave")
 
     g = p.add_argument_group("controllers")
@@ -131,7 +133,7 @@ def build_config(args):
         dagger_iters=args.dagger_iters, dagger_beta=args.dagger_beta, cv_folds=args.cv_folds, cost=args.cost,
         progress=not args.no_progress, lora=LoraPolicyConfig(**lora_kw), adapters_dir=str(root / "reports" / "adapters"))
     rollout = RolloutConfig(max_repairs=args.max_repairs, exec_timeout_s=args.exec_timeout, memory_mb=args.memory_mb,
-                            wave_size=args.wave_size, progress_every=args.progress_every, progress=not args.no_progress)
+                            wave_size=args.wave_size, program_samples=args.program_samples, progress_every=args.progress_every, progress=not args.no_progress)
     return RunConfig(root=str(root), cases=args.cases, generate_traces=args.generate_traces, resume=args.resume,
                      force=args.force, tag=args.tag, limit_total=args.limit_total,
                      cases_per_family=args.cases_per_family, split_seed=args.split_seed,

@@ -62,3 +62,25 @@ def test_resume_on_an_empty_root_starts_and_rerun_reuses_traces(tmp_path):
     r = cli("--root", str(tmp_path), "--cases", str(cases), "--generate-traces", "--resume", "--max-repairs", "2",
             "--no-progress")
     assert r.returncode == 2 and "max_repairs" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_hf_backend_end_to_end_on_a_tiny_local_model(tmp_path):
+    """The hf backend through the CLI: a tiny Qwen3.5-architecture model saved locally, loaded
+    with from_pretrained; a second run over the same generation cache is identical."""
+    from tracegen.tiny_model import build_tiny_model
+
+    model = build_tiny_model(str(tmp_path / "tiny"), arch="qwen3_5")
+    cases = small_case_dir(tmp_path / "cases", families=4, per_family=1)
+    args = ("--cases", str(cases), "--generate-traces", "--backend", "hf", "--model", model,
+            "--max-repairs", "1", "--max-new-tokens", "24", "--no-progress", "--test-families", "1",
+            "--dev-families", "1", "--cache-dir", str(tmp_path / "cache"))
+    r = cli("--root", str(tmp_path / "a"), *args)
+    assert r.returncode == 0, r.stderr[-3000:]
+    traces = [json.loads(l) for l in (tmp_path / "a" / "reports" / "fresh_traces.jsonl").read_text().splitlines()]
+    assert len(traces) == 4 and {t["backend"] for t in traces} == {"hf"}
+    assert all(t["direct"]["completion_tokens"] > 0 and t["rounds"] for t in traces)
+    r = cli("--root", str(tmp_path / "b"), *args)
+    assert r.returncode == 0, r.stderr[-3000:]
+    again = [json.loads(l) for l in (tmp_path / "b" / "reports" / "fresh_traces.jsonl").read_text().splitlines()]
+    assert [t["direct"]["raw"] for t in again] == [t["direct"]["raw"] for t in traces]
+    assert [t["rounds"][0]["raw"] for t in again] == [t["rounds"][0]["raw"] for t in traces]

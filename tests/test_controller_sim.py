@@ -107,3 +107,20 @@ def test_state_reveals_nothing_before_write():
     # the start state of A and D differ only through the direct answer, never through rounds
     a2 = make_record("f/a_1", "fa", direct=WRONG, rounds=[(True, WRONG)])
     assert visible_state(a2, 0) == visible_state(A, 0)
+
+
+def test_resample_baseline_draws_samples_instead_of_repairs():
+    from controller.resample import resample_outcomes
+
+    rec = make_record("f/r_1", "fr", direct=WRONG, rounds=[(False, None), (True, ANSWER)])
+    sample_rec = make_record("x", "x", rounds=[(False, None), (True, ANSWER), (True, WRONG)])
+    rec["samples"] = sample_rec["rounds"][:3]
+    rec["hidden"]["samples"] = sample_rec["hidden"]["rounds"][:3]
+    validate_record(rec)
+    o = resample_outcomes([rec])[0]
+    # round 0 fails, sample 1 fails, sample 2 passes and is right: 3 generations, no repair
+    assert o["actions"] == ["WRITE", "RESAMPLE", "RESAMPLE", "PROGRAM"] and o["correct"] is True
+    assert o["program_generations"] == 3 and o["repair_actions"] == 0
+    rec["max_repairs"] = 1  # budget: 1 + max_repairs generations, then the direct answer
+    o = resample_outcomes([rec])[0]
+    assert o["actions"] == ["WRITE", "RESAMPLE", "DIRECT"] and o["correct"] is False

@@ -28,6 +28,7 @@ class RolloutConfig:
     wave_size: int = 64
     progress_every: int = 0  # print a one-line status every N cases (0: only the tqdm bar)
     progress: bool = True
+    program_samples: int = 1  # independent WRITE samples per case (k > 1 adds records' ``samples``)
 
 
 @dataclass
@@ -37,6 +38,7 @@ class _Attempt:
     task: Task
     direct: dict = field(default_factory=dict)
     rounds: list = field(default_factory=list)
+    samples: list = field(default_factory=list)
     feedback: object = None
 
     @property
@@ -70,15 +72,10 @@ def _direct_wave(backend: Backend, attempts: list[_Attempt]) -> None:
         }
 
 
-def _program_wave(backend: Backend, sandbox, attempts: list[_Attempt], rnd: int, cfg: RolloutConfig) -> None:
-    reqs = []
-    for a in attempts:
-        if rnd == 0:
-            reqs.append(GenerationRequest("write", write_messages(a.task), a.task, round=0))
-        else:
-            prev = a.rounds[-1]["code"] or ""
-            reqs.append(GenerationRequest("fix", fix_messages(a.task, prev, a.feedback), a.task,
-                                          round=rnd, previous_code=prev, feedback=a.feedback))
+def _run_programs(backend: Backend, sandbox, attempts: list[_Attempt], reqs: list[GenerationRequest],
+                  cfg: RolloutConfig) -> list[tuple[dict, object]]:
+    """Generate one program per request, run each on the public example and the new input in one
+    sandbox batch, and return (round dict, repair feedback or None) per request."""
     comps = backend.generate(reqs)
     parsed = [parse_code(c.text) for c in comps]
     jobs, owners = [], []
@@ -88,7 +85,8 @@ def _program_wave(backend: Backend, sandbox, attempts: list[_Attempt], rnd: int,
             owners.append(i)
     results = sandbox.run_many(jobs, timeout_s=cfg.exec_timeout_s, memory_mb=cfg.memory_mb) if jobs else []
     by_owner = {i: (results[2 * k], results[2 * k + 1]) for k, i in enumerate(owners)}
-    for i, (a, comp, p) in enumerate(zip(attempts, comps, parsed)):
+    out = []
+    for i, (a, req, comp, p) in enumerate(zip(attempts, reqs, comps, parsed)):
         if i in by_owner:
             vis_res, test_res = by_owner[i]
             visible, test = _run_dict(vis_res, with_output=True), _run_dict(test_res, with_output=False)
@@ -96,28 +94,55 @@ def _program_wave(backend: Backend, sandbox, attempts: list[_Attempt], rnd: int,
             if vis_res.ok and not passed:
                 visible["error"], visible["message"] = "wrong_output", "output differs from the public example"
             test_output = test_res.output if test_res.ok else None
-            a.feedback = None if passed else feedback_from_run(
-                a.case.output_table, vis_res.output, vis_res.error if not vis_res.ok else "wrong_output",
-                vis_res.message if not vis_res.ok else visible["message"])
+            feedback = None if passed else feedback_from_run(
+                a.case.output_table, vis_res.output, visible["error"], visible["message"])
         else:
             msg = f"no program found in the answer: {p.detail}"
             visible = {"ok": False, "error": "parse", "message": msg, "wall_ms": 0.0, "output": None}
             test = {"ok": False, "error": "parse", "message": msg, "wall_ms": 0.0}
             passed, test_output = False, None
-            a.feedback = feedback_from_run(a.case.output_table, None, "parse", msg)
-        a.rounds.append({
-            "round": rnd, "kind": "write" if rnd == 0 else "fix", "raw": comp.text,
+            feedback = feedback_from_run(a.case.output_table, None, "parse", msg)
+        out.append(({
+            "round": req.round, "kind": req.kind, "raw": comp.text,
             "code": p.value if p.status != "failed" else None,
             "parse": {"status": p.status, "detail": p.detail},
             "visible": visible, "visible_pass": passed, "test": test, "test_output": test_output,
             "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
             "gen_ms": round(comp.latency_ms, 3), "finish_reason": comp.finish_reason,
-        })
+        }, feedback))
+    return out
+
+
+def _program_wave(backend: Backend, sandbox, attempts: list[_Attempt], rnd: int, cfg: RolloutConfig) -> None:
+    """Round ``rnd`` for every attempt: WRITE at round 0, else FIX with the last round's feedback."""
+    reqs = []
+    for a in attempts:
+        if rnd == 0:
+            reqs.append(GenerationRequest("write", write_messages(a.task), a.task, round=0))
+        else:
+            prev = a.rounds[-1]["code"] or ""
+            reqs.append(GenerationRequest("fix", fix_messages(a.task, prev, a.feedback), a.task,
+                                          round=rnd, previous_code=prev, feedback=a.feedback))
+    for a, (rnd_dict, feedback) in zip(attempts, _run_programs(backend, sandbox, attempts, reqs, cfg)):
+        a.rounds.append(rnd_dict)
+        a.feedback = feedback
+
+
+def _sample_wave(backend: Backend, sandbox, attempts: list[_Attempt], cfg: RolloutConfig) -> None:
+    """Extra independent WRITE samples 1..k-1 per case (for the resample-instead-of-repair baseline)."""
+    items = [(a, GenerationRequest("write", write_messages(a.task), a.task, round=0, sample=j))
+             for j in range(1, cfg.program_samples) for a in attempts]
+    if not items:
+        return
+    results = _run_programs(backend, sandbox, [a for a, _ in items], [r for _, r in items], cfg)
+    for (a, _), (rnd_dict, _) in zip(items, results):
+        a.samples.append(rnd_dict)
 
 
 def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig) -> dict:
-    parts = [a.direct] + a.rounds
-    return {
+    parts = [a.direct] + a.rounds + a.samples
+    programs = a.rounds + a.samples
+    record = {
         "schema_version": SCHEMA_VERSION,
         "case_id": a.case.case_id, "family": a.case.family, "split": a.split,
         "backend": backend.name, "model": backend.model_name, "max_repairs": cfg.max_repairs,
@@ -128,10 +153,14 @@ def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig) -> dict:
             "prompt_tokens": sum(p["prompt_tokens"] for p in parts),
             "completion_tokens": sum(p["completion_tokens"] for p in parts),
             "gen_ms": round(sum(p["gen_ms"] for p in parts), 3),
-            "sandbox_ms": round(sum(r["visible"]["wall_ms"] + r["test"]["wall_ms"] for r in a.rounds), 3),
+            "sandbox_ms": round(sum(r["visible"]["wall_ms"] + r["test"]["wall_ms"] for r in programs), 3),
         },
         "hidden": hidden_block(a.case, a.direct["table"], [r["test_output"] for r in a.rounds]),
     }
+    if cfg.program_samples > 1:
+        record["samples"] = a.samples
+        record["hidden"]["samples"] = hidden_block(a.case, None, [r["test_output"] for r in a.samples])["rounds"]
+    return record
 
 
 def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, sandbox,
@@ -139,6 +168,7 @@ def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, s
     """Trace one chunk of cases in waves and return their records (nothing is written)."""
     chunk = [_Attempt(c, split_of.get(c.case_id, "unassigned"), _task(c)) for c in cases]
     _direct_wave(backend, chunk)
+    _sample_wave(backend, sandbox, chunk, cfg)
     active = chunk
     for rnd in range(cfg.max_repairs + 1):
         if not active:
