@@ -70,24 +70,28 @@ def test_kill_and_resume_gives_the_uninterrupted_file(tmp_path):
 
 
 def test_sigterm_stops_cleanly_and_keeps_finished_records(tmp_path):
-    cases = small_case_dir(tmp_path / "cases", families=10, per_family=2)
+    cases = small_case_dir(tmp_path / "cases", families=20, per_family=3)  # long enough to interrupt
     root = tmp_path / "run"
     trace = root / "reports" / "fresh_traces.jsonl"
     args = _args(root, cases)
     args[args.index("--synth-fix-nodes") + 1] = "40000"
+    args[args.index("--wave-size") + 1] = "1"
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (trace.exists() and trace.read_text().count("\n") >= 2):
+    deadline, workers = time.monotonic() + 120, set()
+    while time.monotonic() < deadline and not (workers and trace.exists() and trace.read_text().count("\n") >= 2):
+        workers |= set(_sandbox_workers(proc.pid))
         time.sleep(0.01)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
-    if proc.returncode == 0:  # finished before the signal landed: nothing to check
-        return
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted" in err and "--resume" in err
     kept = read_traces(trace)
     assert kept and len({r["case_id"] for r in kept}) == len(kept)
-    # no sandbox worker outlives the run
+    assert workers, "the run should have had sandbox workers while tracing"
     time.sleep(0.5)
-    ps = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout
-    assert str(proc.pid) not in [line.split()[1] for line in ps.splitlines()[1:] if len(line.split()) > 1]
+    assert not [pid for pid in workers if os.path.exists(f"/proc/{pid}")], "a sandbox worker outlived the run"
+
+
+def _sandbox_workers(ppid: int) -> list[int]:
+    ps = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(ppid)], capture_output=True, text=True).stdout
+    return [int(line.split()[0]) for line in ps.splitlines() if "zygote.py" in line]
