@@ -103,7 +103,7 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     splits = by_split(records)
     train = _scored(splits["train"])
     policies = {name: cls() for name, cls in FIXED_POLICIES.items()}
-    policies["oracle_seq"] = Oracle(_scored(records))
+    policies["oracle_seq"] = Oracle(records)  # unscored cases get DIRECT: no action can be right there
 
     # --- learned rule: full-state behaviour cloning, model choice on dev --------------------
     data = labelled(full_state_pairs(train))

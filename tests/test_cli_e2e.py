@@ -84,3 +84,23 @@ def test_hf_backend_end_to_end_on_a_tiny_local_model(tmp_path):
     again = [json.loads(l) for l in (tmp_path / "b" / "reports" / "fresh_traces.jsonl").read_text().splitlines()]
     assert [t["direct"]["raw"] for t in again] == [t["direct"]["raw"] for t in traces]
     assert [t["rounds"][0]["raw"] for t in again] == [t["rounds"][0]["raw"] for t in traces]
+
+
+def test_cases_without_hidden_answer_are_traced_and_left_out_of_scoring(tmp_path):
+    cases = small_case_dir(tmp_path / "cases", families=4, per_family=2)
+    first = sorted(cases.rglob("*.json"))[0]
+    d = json.loads(first.read_text())
+    d["TestAnswer"] = [["NOT AVAILABLE, SORRY"]]
+    first.write_text(json.dumps(d))
+    r = cli("--root", str(tmp_path), "--cases", str(cases), "--generate-traces", "--max-repairs", "1",
+            "--no-progress", "--test-families", "1", "--dev-families", "1")
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = tmp_path / "reports"
+    traces = [json.loads(l) for l in (rep / "fresh_traces.jsonl").read_text().splitlines()]
+    unscored = [t for t in traces if t["hidden"]["answer"] is None]
+    assert len(traces) == 8 and len(unscored) == 1 and unscored[0]["hidden"]["direct_exact"] is None
+    summary = json.loads((rep / "final_summary.json").read_text())
+    split = unscored[0]["split"]
+    assert summary["splits"][split]["unscored"] == 1
+    for pol, res in summary["policy_results"].items():
+        assert res[split]["n"] == summary["splits"][split]["n"], pol  # scored cases only
