@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from pathlib import Path
 from typing import Mapping
 
 from .failures import DIRECT_CATEGORIES, ROUND_CATEGORIES
@@ -420,15 +418,7 @@ def render_report(summary: Mapping) -> str:
 
 def write_report(summary: Mapping, path: str | os.PathLike) -> str:
     """Render and write atomically (temp file in the same folder, then ``os.replace``)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = render_report(summary)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    from .outputs import atomic_write_text
+
+    atomic_write_text(path, render_report(summary))
     return str(path)

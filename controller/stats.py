@@ -14,8 +14,6 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import numpy as np
-from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.proportion import proportion_confint
 
 DEFAULT_BASELINES = ("always_tool_visible", "direct_only")
 
@@ -33,6 +31,8 @@ def wilson_ci(k: int, n: int, alpha: float = 0.05) -> list[float]:
         return [0.0, 1.0]
     if not 0 <= k <= n:
         raise ValueError(f"wilson_ci: k={k} outside 0..n={n}")
+    from statsmodels.stats.proportion import proportion_confint  # imported here: statsmodels is slow to load
+
     lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
     # Clamp float noise (e.g. -1e-17) so the interval stays inside [0, 1].
     return [max(0.0, float(lo)), min(1.0, float(hi))]
@@ -69,6 +69,8 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict:
         return {"b01": 0, "b10": 0, "p_value": 1.0}
     n11 = int(np.sum(x & y))
     n00 = int(np.sum(~x & ~y))
+    from statsmodels.stats.contingency_tables import mcnemar
+
     res = mcnemar([[n11, b10], [b01, n00]], exact=True)
     return {"b01": b01, "b10": b10, "p_value": min(1.0, float(res.pvalue))}
 
