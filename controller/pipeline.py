@@ -194,20 +194,30 @@ def _start_trace_file(cfg: RunConfig, log) -> None:
         log(f"{path} existed: moved it to {backup.name} (use --resume to continue a run instead)")
 
 
-def _generate(cfg: RunConfig, cases, split_of, tcfg, done, log) -> dict:
-    from sandbox import Sandbox
+def _open_backend(cfg: RunConfig):
+    """Build the backend (loading a model, checking an endpoint) before anything is written."""
     from tracegen.backends import get_backend
+
+    try:
+        backend = get_backend(cfg.backend)
+    except (ValueError, OSError, ImportError) as err:
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UsageError(f"--backend {cfg.backend.name}: {detail}") from None
+    if cfg.backend.cache_dir:
+        from tracegen.backends.cache import CachedBackend
+
+        backend = CachedBackend(backend, cfg.backend.cache_dir)
+    return backend
+
+
+def _generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict:
+    from sandbox import Sandbox
     from tracegen.rollout import rollout
 
     _start_trace_file(cfg, log)
     atomic_write_json(_run_config_path(cfg), {"trace_config": tcfg, "backend": asdict(cfg.backend),
                                               "rollout": asdict(cfg.rollout)})
-    backend = get_backend(cfg.backend)
-    if cfg.backend.cache_dir:
-        from tracegen.backends.cache import CachedBackend
-
-        backend = CachedBackend(backend, cfg.backend.cache_dir)
-    with backend, Sandbox(workers=cfg.workers) as sb:
+    with Sandbox(workers=cfg.workers) as sb:
         return rollout(cases, split_of, backend, sb, trace_path(cfg), cfg.rollout, done_ids=done)
 
 
@@ -227,13 +237,24 @@ def run(cfg: RunConfig, log=print) -> dict:
     if not cfg.generate_traces and not path.exists():
         raise UsageError(f"{path}: no traces yet; pass --generate-traces")
 
-    from sandbox import Sandbox
-
     manifest = _reports(cfg) / "split_manifest.json"
     reuse = cfg.resume or not cfg.generate_traces
     if reuse and not cfg.split_manifest and manifest.exists() and path.exists():
         cfg.split_manifest = str(manifest)  # a resumed or re-analysed run keeps its split
     done, records = _check_trace_file(cfg, tcfg, log)
+    backend = _open_backend(cfg) if cfg.generate_traces else None
+    try:
+        return _run_checked(cfg, cases, tcfg, done, records, backend, manifest, t0, log)
+    finally:
+        if backend is not None:
+            backend.close()
+
+
+def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, t0, log) -> dict:
+    """Everything after the read-only checks: splits, traces, controllers, outputs."""
+    from sandbox import Sandbox
+
+    path = trace_path(cfg)
     split_families, split_info = _splits(cfg, cases, lambda: Sandbox(workers=cfg.workers), log)
     split_of_family = {f: s for s, fs in split_families.items() for f in fs}
     split_of = {c.case_id: split_of_family.get(c.family, "unassigned") for c in cases}
@@ -245,7 +266,7 @@ def run(cfg: RunConfig, log=print) -> dict:
     if cfg.generate_traces:
         log(f"tracing {len(cases)} cases ({cfg.backend.name}) -> {path}")
         t = time.monotonic()
-        timing["trace_stats"] = _generate(cfg, cases, split_of, tcfg, done, log)
+        timing["trace_stats"] = _generate(cfg, backend, cases, split_of, tcfg, done, log)
         timing["traces_s"] = round(time.monotonic() - t, 2)
 
     if records is None:
