@@ -14,9 +14,11 @@ TABLES = [
     [["Reported crime in Ohio", ""], ["", ""], ["2004", "1.5"], ["2005", "2"], ["Total", "3.5"]],
     [["EU", "Paris, FR", "x@y.org"], ["", "Rome, IT", "555-1234"], ["AS", "Tokyo, JP", ""], ["", "", ""]],
     [["1", "a;b"], ["1", "c"], ["2", "d (e)"], ["2", " f "]],
+    [["Ann Lee", "2003-05-12", "7"], ["Bo Wu", "1999-11-01", "12"]],
 ]
 TARGETS = [[["Ann", "Math", "1"], ["Name", "Score"]], [["Ohio", "2004", "1.5"]],
-           [["EU", "Paris", "FR", "x@y.org"]], [["1", "a, c"], ["d", "e"]]]
+           [["EU", "Paris", "FR", "x@y.org"]], [["1", "a, c"], ["d", "e"]],
+           [["Lee, A.", "05/12/2003", "7 kg"], ["Wu, B.", "11/01/1999", "12 kg"]]]
 OTHER_INPUTS = [[], [[]], [["z"]], [["q", "r", "s", "t"], ["u"], ["", "", "", "v w"]]]
 
 
@@ -112,6 +114,7 @@ SAMPLE_STEPS = [
     ("wrap_records", {"col": 0, "pred": "nonempty", "value": ""}), ("group_by_key", {"col": 0}),
     ("collapse_rows", {"col": 0, "sep": ", "}), ("lift_group_headers", {}), ("insert_row", {"values": ["A", "B"]}),
     ("select_columns", {"names": ["Name"]}), ("fill_right", {"row": 0}), ("merge_rows", {"row": 0, "sep": " "}),
+    ("rewrite_cells", {"col": 1, "pattern": r"(\d+)-(\d+)", "template": r"\g<2>\\\g<1>"}),
 ]
 
 

@@ -79,6 +79,7 @@ def describe_step(name: str, p: dict) -> str:
         "select_columns": "keep the columns named {names!r}",
         "fill_right": "fill blank cells of row {row} from the left",
         "merge_rows": "merge row {row} with the row below it, joining cells with {sep!r}",
+        "rewrite_cells": "rewrite the cells of column {col} matching {pattern!r} as {template!r}",
     }
     if name == "split_once":
         return f"split column {p['col']} in two at the {'last' if p['from_right'] else 'first'} {p['sep']!r}"

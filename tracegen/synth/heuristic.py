@@ -47,6 +47,11 @@ class Target:
     insertable: frozenset  # header names an ``insert_row`` step can write: never counted as lost
 
     @cached_property
+    def memo(self) -> dict:
+        """Parameters the library inferred against this target, by the column they came from."""
+        return {}
+
+    @cached_property
     def joined(self) -> str:
         """All distinct target values in one string, for substring tests."""
         return "\x1f".join(sorted(self.values))
@@ -80,14 +85,28 @@ class Target:
             n_cells=max(sum(counts.values()), 1),
             pairs=frozenset(p for r in rows for p in combinations(sorted({c for c in r if c}), 2)),
             triples=_crosstab_triples(rows),
-            insertable=frozenset(rows[0]) if rows and header_like(rows[0]) else frozenset(),
+            insertable=frozenset(rows[0]) if has_header(rows) else frozenset(),
         )
 
 
-def header_like(row) -> bool:
-    """Column names: words without digits or '@' (data rarely looks so), no repeats."""
-    return bool(row) and len(set(row)) == len(row) and all(
-        any(ch.isalpha() for ch in v) and not any(ch.isdigit() or ch == "@" for ch in v) for v in row)
+_NUMBER = re.compile(r"[-+]?[$\u20ac\u00a3]?(\d[\d,]*(\.\d*)?|\.\d+)%?")
+
+
+def header_like(row, below=None) -> bool:
+    """Column names: words without digits or '@' (data rarely looks so), no repeats. Given the
+    row ``below``, names with digits ("Profit 2022", "Q1") count too when some name sits above
+    a number: a data row is rarely all words over a row of numbers."""
+    if not row or len(set(row)) != len(row) or not all(
+            any(ch.isalpha() for ch in v) and "@" not in v for v in row):
+        return False
+    if not any(ch.isdigit() for v in row for ch in v):
+        return True
+    return below is not None and any(_NUMBER.fullmatch(b.strip()) for b in below[:len(row)])
+
+
+def has_header(table) -> bool:
+    """Does the first row of ``table`` name its columns?"""
+    return bool(table) and header_like(table[0], table[1] if len(table) > 1 else None)
 
 
 def columns(table: Table) -> list[tuple]:
@@ -145,7 +164,7 @@ def _crosstab_triples(rows: list[tuple]) -> tuple:
     """For a target whose first row names its columns (blank corner or header words), each body
     cell with its row head and column head: in the long table an unfold turns into this crosstab,
     the three share a row."""
-    if len(rows) < 2 or len(rows[0]) < 3 or not (rows[0][0].strip() == "" or header_like(rows[0])):
+    if len(rows) < 2 or len(rows[0]) < 3 or not (rows[0][0].strip() == "" or has_header(rows)):
         return ()
     head = rows[0]
     return tuple((r[0], head[c], v) for r in rows[1:] for c, v in enumerate(r)

@@ -5,7 +5,9 @@ separators are the punctuation runs found inside a column's cells, and a split i
 one of its pieces is a target cell; merges only with a separator that rebuilds a target cell;
 extraction patterns (a fixed library plus patterns anchored on the text around a target value
 found inside a cell) only when they pull a target value out; keywords for deleting rows come from
-cells the target does not contain; wrap sizes from the ratio of the shapes.
+cells the target does not contain (words before numbers); wrap sizes from the ratio of the
+shapes; cell rewrites (a token pattern of the cell and a template of fixed text and its pieces)
+from the first row whose cell differs from its target row, checked on every other such row.
 Each proposal is a ``(name, params)`` step; ``OPERATORS[name]`` is the function that applies it.
 Steps are proposed general-first, so when two steps reach the same table the general one is kept.
 Not covered: operators whose parameters are free text absent from the example.
@@ -18,7 +20,7 @@ from collections import Counter
 from typing import Iterator
 
 from . import operators as ops
-from .heuristic import Target, header_like
+from .heuristic import Target, has_header
 
 Table = list[list[str]]
 Step = tuple[str, dict]
@@ -30,7 +32,7 @@ OPERATORS = {
         "delete_rows", "delete_first_rows", "delete_last_rows", "delete_duplicate_rows", "fill_down",
         "explode", "transpose", "fold", "fold_with_header", "unfold", "wrap_rows", "wrap_all",
         "wrap_records", "group_by_key", "collapse_rows", "lift_group_headers", "insert_row",
-        "select_columns", "fill_right", "merge_rows",
+        "select_columns", "fill_right", "merge_rows", "rewrite_cells",
     )
 }
 
@@ -48,16 +50,19 @@ _PREDS = ("empty", "nonempty", "numeric", "not_numeric")
 SAMPLE_ROWS = 40  # rows read when inferring cell-level parameters
 _SEP_RUN = re.compile(r"[\W_]+")
 _TOKEN = re.compile(r"\w\w+")
+_PIECE = re.compile(r"\d+|[^\W\d_]+|.", re.S)
 
 
 def step_cost(name: str, params: dict) -> float:
     """Cost of one step when ranking consistent programs: specific parameters cost more."""
     if name == "delete_rows" and params["pred"] in ("contains", "equals"):
-        return 1.3
+        return 1.3 if _has_letter(params["value"]) else 1.5  # a number is data, not a label
     if name == "extract" and params["pattern"] not in PATTERNS:
         return 1.3
     if name == "copy_column":
         return 1.2
+    if name == "rewrite_cells":
+        return 1.3
     if name == "delete_first_rows":
         return 1.6  # by position: right for titles, an overfit for most else
     if name == "delete_last_rows":
@@ -118,6 +123,73 @@ def _context_patterns(cells: list[str], tgt: Target, limit: int = 2) -> list[str
                 continue
             if pat not in out:
                 out.append(pat)
+    return out
+
+
+def _cell_pattern(text: str, digits: bool) -> str:
+    """A regex matching ``text`` whole, one group per piece: a number (each digit when
+    ``digits``: fixed-width codes like phone numbers), a word's first letter and its rest."""
+    out = []
+    for piece in _PIECE.findall(text):
+        if piece[0].isdigit():
+            out.append(r"(\d)" * len(piece) if digits else r"(\d+)")
+        elif piece[0].isalpha():
+            out.append(r"([^\W\d_])([^\W\d_]*)")
+        else:
+            out.append(re.escape(piece))
+    return "".join(out)
+
+
+def _template(groups: tuple, target: str) -> str | None:
+    """``target`` as fixed text and group references (\\g<k>), longest group first and, on a
+    tie, the group right after the last one used; None when no group is used."""
+    out, pos, last, used = [], 0, 0, False
+    while pos < len(target):
+        best = None
+        for k, g in enumerate(groups, 1):
+            if g and target.startswith(g, pos):
+                rank = (-len(g), k <= last, k)
+                if best is None or rank < best[0]:
+                    best = (rank, k, g)
+        if best is None:
+            out.append(target[pos].replace("\\", "\\\\"))
+            pos += 1
+        else:
+            out.append(f"\\g<{best[1]}>")
+            pos, last, used = pos + len(best[2]), best[1], True
+    return "".join(out) if used else None
+
+
+def _rewrites(values: list[str], rows: list[tuple], col: int) -> list[tuple[str, str]]:
+    """(pattern, template) pairs that rewrite the cells of a column into one target column,
+    row by row. A cell already in its target row is no evidence (else, when that leaves nothing
+    to rewrite, a cell equal to the target cell at its own position); the first other cell gives
+    the candidates, every other one must agree; a target value that is a piece of its cell is
+    left to split and extract."""
+    pairs = [(v, r) for v, r in zip(values, rows) if v not in r]
+    if not pairs:
+        pairs = [(v, r) for v, r in zip(values, rows) if v != (r[col] if col < len(r) else "")]
+    if not pairs or not pairs[0][0].strip():
+        return []
+    x0, row0 = pairs[0]
+    out: list[tuple[str, str]] = []
+    for digits in (False, True):
+        rx = re.compile(_cell_pattern(x0, digits))
+        m0 = rx.fullmatch(x0)
+        if m0 is None or not all(rx.fullmatch(x) for x, _ in pairs):
+            continue
+        for c, y in enumerate(row0):
+            if not y or y in x0:
+                continue
+            template = _template(m0.groups(), y)
+            if template is None or any(rx.fullmatch(x).expand(template) != (r[c] if c < len(r) else None)
+                                       for x, r in pairs):
+                continue
+            step = (rx.pattern, template)
+            if step not in out:
+                out.append(step)
+        if out:
+            break
     return out
 
 
@@ -229,6 +301,13 @@ def _cells(table: Table, tgt: Target) -> Iterator[Step]:
                     if got and got != v and got in tgt.values:
                         yield "extract", {"col": col, "pattern": pat}
                         break
+        if len(table) == tgt.n_rows and tgt.n_rows:
+            key = (col, tuple(values))
+            found = tgt.memo.get(key)
+            if found is None:
+                found = tgt.memo[key] = _rewrites(values, list(tgt.table[:SAMPLE_ROWS]), col)
+            for pattern, template in found:
+                yield "rewrite_cells", {"col": col, "pattern": pattern, "template": template}
         filled = [v for v in values if v.strip()]
         kinds = {ops._test(v, "numeric", "") for v in filled}
         if len(kinds) == 2:
@@ -261,7 +340,7 @@ def _marks(cells: list[str], limit: int = 4) -> list[str]:
 def _columns(table: Table, tgt: Target) -> Iterator[Step]:
     w = width(table)
     top = table[0] if table else []
-    names = list(tgt.table[0]) if tgt.table and header_like(tgt.table[0]) else []
+    names = list(tgt.table[0]) if has_header(tgt.table) else []
     if names and list(top) != names and all(v in top for v in names):
         cells = Counter(c for r in table for c in r)
         if all(cells[v] == 1 for v in names):
@@ -279,16 +358,17 @@ def _columns(table: Table, tgt: Target) -> Iterator[Step]:
 
 def _specific(table: Table, tgt: Target) -> Iterator[Step]:
     n = len(table)
-    if tgt.table and header_like(tgt.table[0]) and tgt.table[0] not in {tuple(r) for r in table}:
+    if has_header(tgt.table) and tgt.table[0] not in {tuple(r) for r in table}:
         present = {c for r in table for c in r}
         if any(v and v not in present for v in tgt.table[0]):
             yield "insert_row", {"values": list(tgt.table[0])}
     foreign = Counter(c for r in table for c in r if c.strip() and c not in tgt.values)
     joined_tgt = "\x1f".join(tgt.values)
-    for value, _ in sorted(foreign.items(), key=lambda kv: (-kv[1], kv[0]))[:3]:
+    # words before numbers: a label ("Total", "Note") marks the rows to drop, a number is data
+    for value, _ in sorted(foreign.items(), key=lambda kv: (not _has_letter(kv[0]), -kv[1], kv[0]))[:3]:
         yield "delete_rows", {"col": -1, "pred": "equals", "value": value}
     tokens = Counter(t for c in foreign for t in set(_TOKEN.findall(c)) if t not in joined_tgt)
-    for token, _ in sorted(tokens.items(), key=lambda kv: (-kv[1], kv[0]))[:3]:
+    for token, _ in sorted(tokens.items(), key=lambda kv: (not _has_letter(kv[0]), -kv[1], kv[0]))[:3]:
         yield "delete_rows", {"col": -1, "pred": "contains", "value": token}
     if any(not c.strip() for r in table for c in r):
         yield "delete_rows", {"col": -1, "pred": "empty", "value": ""}
@@ -298,6 +378,10 @@ def _specific(table: Table, tgt: Target) -> Iterator[Step]:
     for k in (1, 2):
         if n > k:
             yield "delete_last_rows", {"count": k}
+
+
+def _has_letter(text: str) -> bool:
+    return any(ch.isalpha() for ch in text)
 
 
 def propose(table: Table, tgt: Target) -> Iterator[Step]:

@@ -12,7 +12,9 @@ Covered: the layout operators of Foofah / Potter's Wheel / Data Wrangler (drop, 
 split, extract, delete, fill, divide, fold, unfold, transpose, wrap, explode, trim) and a few
 spreadsheet chores beyond them: select columns by name, put a header row on top, turn group
 title rows into a column, join or collapse rows that share a key, drop repeated rows.
-Not covered: arithmetic, sorting, case changes and other per-cell string rewriting.
+Cell text is rewritten only by ``rewrite_cells``: a cell matching a token pattern becomes a
+template of fixed text and the pattern's captured pieces (dates reordered, units or prefixes added).
+Not covered: arithmetic, sorting, case changes and lookups.
 """
 from __future__ import annotations
 
@@ -122,6 +124,20 @@ def extract(table, col, pattern):
         m = re.search(pattern, cells[col])
         value = (m.group(1) if m.re.groups else m.group(0)) if m else ""
         out.append(cells[:col + 1] + [value or ""] + cells[col + 1:])
+    return out
+
+
+def rewrite_cells(table, col, pattern, template):
+    """Rewrite each cell of column `col` that matches `pattern` whole as `template` (fixed text
+    and the pattern's groups, \\g<1> ...); cells that do not match stay as they are."""
+    out = []
+    for row in table:
+        cells = list(row)
+        if col < len(cells):
+            m = re.fullmatch(pattern, cells[col])
+            if m:
+                cells[col] = m.expand(template)
+        out.append(cells)
     return out
 
 
