@@ -203,11 +203,9 @@ def _open_backend(cfg: RunConfig):
     except (ValueError, OSError, ImportError) as err:
         detail = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise UsageError(f"--backend {cfg.backend.name}: {detail}") from None
-    if cfg.backend.cache_dir:
-        from tracegen.backends.cache import CachedBackend
+    from tracegen.backends.cache import maybe_cached
 
-        backend = CachedBackend(backend, cfg.backend.cache_dir)
-    return backend
+    return maybe_cached(backend, cfg.backend.cache_dir)
 
 
 def _generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict:

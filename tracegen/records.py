@@ -100,8 +100,3 @@ def read_traces(path: str | Path, *, validate: bool = True, warn=print) -> list[
                 raise TraceFileError(f"{path}: line {i + 1}: {e}") from None
         records.append(rec)
     return records
-
-
-def strip_hidden(record: dict) -> dict:
-    """A deep copy of the record without anything derived from the hidden answer."""
-    return json.loads(json.dumps({k: v for k, v in record.items() if k != "hidden"}))
