@@ -128,7 +128,7 @@ def check_flags(cfg: RunConfig) -> None:
         raise UsageError("--resume: only meaningful with --generate-traces")
 
 
-def _splits(cfg: RunConfig, cases, sandbox_factory, log) -> tuple[dict, dict]:
+def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[dict, dict]:
     families = sorted({c.family for c in cases})
     if cfg.split_manifest:
         try:
@@ -149,7 +149,7 @@ def _splits(cfg: RunConfig, cases, sandbox_factory, log) -> tuple[dict, dict]:
     with sandbox_factory() as sb:
         from tracegen.probe import probe_headroom
 
-        headroom = probe_headroom(cases, sb, cfg.backend, cfg.rollout)
+        headroom = probe_headroom(cases, sb, cfg.backend, cfg.rollout, synth=synth)
     try:
         split_families = make_splits(families, n_test=n_test, n_dev=n_dev, seed=cfg.split_seed, headroom=headroom)
     except SplitError as err:
@@ -205,6 +205,10 @@ def _open_backend(cfg: RunConfig):
         raise UsageError(f"--backend {cfg.backend.name}: {detail}") from None
     from tracegen.backends.cache import maybe_cached
 
+    if cfg.backend.name == "synth":  # deterministic: the split probe and the rollout share its work
+        from tracegen.probe import Memo
+
+        backend = Memo(backend)
     return maybe_cached(backend, cfg.backend.cache_dir)
 
 
@@ -253,7 +257,8 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, 
     from sandbox import Sandbox
 
     path = trace_path(cfg)
-    split_families, split_info = _splits(cfg, cases, lambda: Sandbox(workers=cfg.workers), log)
+    synth = backend if cfg.backend.name == "synth" else None  # the probe shares its first attempts
+    split_families, split_info = _splits(cfg, cases, lambda: Sandbox(workers=cfg.workers), log, synth=synth)
     split_of_family = {f: s for s, fs in split_families.items() for f in fs}
     split_of = {c.case_id: split_of_family.get(c.family, "unassigned") for c in cases}
     counts = {s: sum(1 for c in cases if split_of[c.case_id] == s) for s in ("train", "dev", "test")}

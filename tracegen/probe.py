@@ -12,14 +12,41 @@ from dataclasses import replace
 
 from cases import Case
 
-from .backends import BackendConfig, get_backend
+from .backends import Backend, BackendConfig, Completion, GenerationRequest, get_backend
 from .grading import headroom_families
 from .rollout import RolloutConfig, trace_cases
 
 
-def probe_headroom(cases: list[Case], sandbox, backend_config: BackendConfig, cfg: RolloutConfig) -> list[str]:
-    probe_cfg = replace(cfg, max_repairs=0)
-    synth = get_backend(replace(backend_config, name="synth", model=None, cache_dir=None))
+class Memo(Backend):
+    """Remembers a deterministic backend's completions in memory, so that when the run itself
+    uses the synthesizer its direct answers and first programs are computed once, not twice."""
+
+    def __init__(self, inner: Backend):
+        super().__init__(inner.config)
+        self.inner, self.name = inner, inner.name
+        self._memo: dict[tuple, Completion] = {}
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
+        keys = [(r.kind, r.task.case_id, r.round, r.sample, r.previous_code) for r in requests]
+        todo = {k: r for k, r in zip(keys, requests) if k not in self._memo}
+        if todo:
+            self._memo.update(zip(todo, self.inner.generate(list(todo.values()))))
+        return [replace(self._memo[k]) for k in keys]
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def probe_headroom(cases: list[Case], sandbox, backend_config: BackendConfig, cfg: RolloutConfig,
+                   synth: Backend | None = None) -> list[str]:
+    """``synth``: the run's own synthesizer backend (a ``Memo``) to share work with, if it has one."""
+    probe_cfg = replace(cfg, max_repairs=0, program_samples=1)
+    if synth is None:
+        synth = get_backend(replace(backend_config, name="synth", model=None, cache_dir=None))
     scored = [c for c in cases if c.scored]
     records = []
     for start in range(0, len(scored), cfg.wave_size):
