@@ -47,8 +47,12 @@ def probe_headroom(cases: list[Case], sandbox, backend_config: BackendConfig, cf
     probe_cfg = replace(cfg, max_repairs=0, program_samples=1)
     if synth is None:
         synth = get_backend(replace(backend_config, name="synth", model=None, cache_dir=None))
+    from tqdm import tqdm
+
     scored = [c for c in cases if c.scored]
     records = []
-    for start in range(0, len(scored), cfg.wave_size):
-        records += trace_cases(scored[start:start + cfg.wave_size], {}, synth, sandbox, probe_cfg)
+    with tqdm(total=len(scored), desc="headroom probe", unit="case", disable=not cfg.progress) as bar:
+        for start in range(0, len(scored), cfg.wave_size):
+            records += trace_cases(scored[start:start + cfg.wave_size], {}, synth, sandbox, probe_cfg)
+            bar.update(len(scored[start:start + cfg.wave_size]))
     return headroom_families(records)
