@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from tracegen.grading import program_right
+
 from .dagger import run_dagger
 from .failures import failure_breakdown
 from .policies import FIXED_POLICIES, Oracle
@@ -59,8 +61,7 @@ def split_counts(records) -> dict:
     out = {}
     for s, recs in by_split(records).items():
         sc = _scored(recs)
-        prog = [any(r["visible_pass"] and h["hidden_exact"] for r, h in zip(x["rounds"], x["hidden"]["rounds"]))
-                for x in sc]
+        prog = [program_right(x) for x in sc]
         direct = [bool(x["hidden"]["direct_exact"]) for x in sc]
         out[s] = {"n": len(sc), "families": sorted({x["family"] for x in recs}),
                   "direct_exact": sum(direct), "program_exact": sum(prog),

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
+from tracegen.grading import program_right
+
 Table = list[list[str]]
 
 # A near miss is at most this many wrong cells, or at most this share of cells: one place.
@@ -117,10 +119,7 @@ def repeated_repairs(record: Mapping) -> int:
 
 def visibly_solvable(record: Mapping) -> bool:
     """Some visible path is right: the direct answer, or a round that passed the example."""
-    if record["hidden"].get("direct_exact"):
-        return True
-    return any(r.get("visible_pass") and h
-               for r, h in zip(record.get("rounds") or [], _hidden_rounds(record)))
+    return bool(record["hidden"].get("direct_exact")) or program_right(record)
 
 
 # ----------------------------------------------------------------------------- counting

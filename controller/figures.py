@@ -10,7 +10,6 @@ importing the package stays fast.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -195,14 +194,13 @@ DRAWERS: dict[str, Callable] = dict(zip(FIGURE_NAMES, (
 
 
 def _save_atomic(fig, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png.tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    import io
+
+    from .outputs import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def write_figures(summary: Mapping, out_dir: str | os.PathLike) -> list[str]:

@@ -25,14 +25,15 @@ def hidden_block(case: Case, direct_table, round_outputs: list) -> dict:
     }
 
 
+def program_right(record: dict) -> bool:
+    """Some round's program passed the public example and is right on the new input: a program a
+    visible-state controller could commit and be right with."""
+    return any(r["visible_pass"] and bool(h["hidden_exact"])
+               for r, h in zip(record["rounds"], record["hidden"]["rounds"]))
+
+
 def headroom_families(records) -> list[str]:
-    """Families where a committable program (passes the public example) is right and the direct
-    answer is wrong: the cases where choosing the tool can pay off."""
-    fams = set()
-    for r in records:
-        h = r["hidden"]
-        if h["answer"] is None or h["direct_exact"]:
-            continue
-        if any(x["visible_pass"] and y["hidden_exact"] for x, y in zip(r["rounds"], h["rounds"])):
-            fams.add(r["family"])
-    return sorted(fams)
+    """Families where a committable program is right and the direct answer is wrong: the cases
+    where choosing the tool can pay off."""
+    return sorted({r["family"] for r in records
+                   if r["hidden"]["answer"] is not None and not r["hidden"]["direct_exact"] and program_right(r)})
