@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cases import CaseError, SplitError, default_split_sizes, load_cases, load_split_manifest, make_splits, split_manifest
+from cases import CaseError, SplitError, resolve_case_set, default_split_sizes, load_cases, load_split_manifest, make_splits, split_manifest
 from tracegen.backends import BackendConfig, available_backends
 from tracegen.records import TraceFileError, read_traces, repair_torn_tail
 from tracegen.rollout import RolloutConfig
@@ -29,7 +29,7 @@ class UsageError(Exception):
 @dataclass
 class RunConfig:
     root: str = "."
-    cases: str | None = None  # default: the shipped library under cases/data
+    cases: str | None = None  # foofah (default), library, or a directory
     generate_traces: bool = False
     resume: bool = False
     force: bool = False
@@ -61,10 +61,6 @@ def _run_config_path(cfg: RunConfig) -> Path:
 
 
 # ---- inputs ---------------------------------------------------------------------------------
-
-def default_cases_dir() -> str:
-    return str(Path(__file__).resolve().parent.parent / "cases" / "data")
-
 
 def select_cases(cases, cases_per_family: int | None, limit_total: int | None):
     """Keep the first k cases of each family, then the first N dealt round-robin over families."""
@@ -228,7 +224,7 @@ def _generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict
 def run(cfg: RunConfig, log=print) -> dict:
     t0 = time.monotonic()
     check_flags(cfg)
-    cases_dir = cfg.cases or default_cases_dir()
+    _, cases_dir = resolve_case_set(cfg.cases)
     try:
         all_cases = load_cases(cases_dir)
     except CaseError as err:
@@ -294,7 +290,7 @@ def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -
     exp = asdict(cfg.experiment)
     exp["lora"] = asdict(cfg.experiment.lora) if cfg.experiment.lora is not None else None
     full = {
-        "config": {"cases": cfg.cases or "cases/data", "backend": asdict(cfg.backend), "rollout": asdict(cfg.rollout),
+        "config": {"cases": cfg.cases or "foofah", "case_set": resolve_case_set(cfg.cases)[0], "backend": asdict(cfg.backend), "rollout": asdict(cfg.rollout),
                    "experiment": exp, "split_seed": cfg.split_seed, "tag": cfg.tag, "trace_file": trace_path(cfg).name},
         "versions": versions(),
         "n_records": len(records),

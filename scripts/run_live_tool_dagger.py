@@ -34,8 +34,9 @@ def make_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     g = p.add_argument_group("run")
     g.add_argument("--root", default=str(REPO), help="run directory; outputs go to ROOT/reports (default: the repository root)")
-    g.add_argument("--cases", default=None, help="directory of Foofah-format case files (*.json, *.txt, recursive); "
-                   "default: the shipped library cases/data")
+    g.add_argument("--cases", default="foofah", help="case set: foofah (the Foofah benchmark, 250 files in 50 families; "
+                   "default), library (the generated library, 41 families), or a directory of Foofah-format case "
+                   "files (*.json, *.txt, recursive)")
     g.add_argument("--generate-traces", action="store_true", help="trace the cases with the backend (else reuse the trace file)")
     g.add_argument("--resume", action="store_true", help="continue an existing trace file, skipping cases already in it")
     g.add_argument("--force", action="store_true", help="with --resume: continue even if trace-changing settings differ")
