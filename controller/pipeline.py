@@ -41,6 +41,7 @@ class RunConfig:
     dev_families: int | None = None
     split_manifest: str | None = None
     workers: int = 2
+    export_sft: bool = False  # write reports/sft/{train,dev}.jsonl (verified attempts, no test split)
     backend: BackendConfig = field(default_factory=BackendConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
@@ -302,5 +303,12 @@ def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -
     write_figures(full, reports / "figures")
     write_report(full, reports / "report.md")
     atomic_write_json(reports / "final_summary.json", full)
-    log(f"wrote {reports / 'final_summary.json'}, report.md, figures/ and predictions/")
+    from .viewer import write_viewer
+
+    write_viewer(reports, full, records, outcomes)
+    if cfg.export_sft:
+        from .sft import export_sft
+
+        log(f"wrote SFT data to {reports / 'sft'}: {export_sft(records, reports / 'sft')}")
+    log(f"wrote {reports / 'final_summary.json'}, report.md, figures/, predictions/ and viewer/index.html")
     return full

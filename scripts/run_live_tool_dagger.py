@@ -15,7 +15,7 @@ Full study with a real model (weights already on disk or in the local HF cache):
         --train-shuffled-lora --backend vllm --model Qwen/Qwen3.5-4B --max-repairs 2 \\
         --dagger-iters 3 --cv-folds 5 --resume
 
-Outputs go to <root>/reports/ (final_summary.json, report.md, figures/, predictions/).
+Outputs go to <root>/reports/ (final_summary.json, report.md, figures/, predictions/, viewer/index.html).
 Exit status: 0 done, 2 bad input (one line names the file or flag), 130 interrupted.
 """
 from __future__ import annotations
@@ -45,6 +45,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--cases-per-family", type=int, default=None, help="use at most K cases of each family")
     g.add_argument("--progress-every", type=int, default=0, help="print a status line every N traced cases")
     g.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    g.add_argument("--export-sft", action="store_true", help="write reports/sft/{train,dev}.jsonl: verified attempts "
+                   "as chat conversations for TRL's SFTTrainer (nothing from the test split)")
 
     g = p.add_argument_group("splits")
     g.add_argument("--split-seed", type=int, default=0, help="seed of the family-disjoint split (default 0)")
@@ -139,7 +141,7 @@ def build_config(args):
                      force=args.force, tag=args.tag, limit_total=args.limit_total,
                      cases_per_family=args.cases_per_family, split_seed=args.split_seed,
                      test_families=args.test_families, dev_families=args.dev_families,
-                     split_manifest=args.split_manifest, workers=args.workers, backend=backend, rollout=rollout,
+                     split_manifest=args.split_manifest, workers=args.workers, export_sft=args.export_sft, backend=backend, rollout=rollout,
                      experiment=experiment)
 
 
