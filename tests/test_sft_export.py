@@ -1,0 +1,143 @@
+"""SFT export: the exact prompts the model saw, verified answers only, nothing from the test split."""
+import json
+
+import pytest
+
+from cases import Case
+from controller.sft import export_sft, verified_conversations
+from tracegen.backends.base import Backend, BackendConfig, Completion
+from tracegen.conversations import direct_conversation, program_chains, record_task, round_messages
+from tracegen.rollout import RolloutConfig, trace_cases
+
+from tracefactory import ANSWER, WRONG, make_record
+
+RIGHT = "```python\ndef transform(table):\n    return [[row[0]] for row in table]\n```"
+SAME = "```python\ndef transform(table):\n    return table\n```"
+CRASH = "```python\ndef transform(table):\n    return table[99]\n```"
+
+
+class ScriptedBackend(Backend):
+    """Answers from a script keyed by (kind, round, sample) and remembers every prompt it got."""
+
+    name = "scripted"
+
+    def __init__(self):
+        super().__init__(BackendConfig(name="scripted"))
+        self.seen = {}
+        self.script = {("direct", 0, 0): '```json\n[["Cy"],["Di"],["Ed"]]\n```',
+                       ("write", 0, 0): SAME, ("fix", 1, 0): CRASH, ("fix", 2, 0): RIGHT,
+                       ("write", 0, 1): RIGHT, ("write", 0, 2): "I cannot write this."}
+
+    def generate(self, requests):
+        out = []
+        for r in requests:
+            key = (r.kind, r.round, r.sample)
+            self.seen[key] = r.messages
+            out.append(Completion(self.script[key], 10, 10, 1.0))
+        return out
+
+
+def check_trl_conversation(row: dict) -> None:
+    """TRL's conversational format: ``messages`` = system?, then user/assistant turns, ending
+    with the assistant's; every message exactly ``{"role", "content"}`` with string content."""
+    msgs = row["messages"]
+    assert isinstance(msgs, list) and len(msgs) >= 2
+    for m in msgs:
+        assert set(m) == {"role", "content"} and isinstance(m["content"], str) and m["content"]
+    roles = [m["role"] for m in msgs]
+    body = roles[1:] if roles[0] == "system" else roles
+    assert body == ["user", "assistant"] * (len(body) // 2), roles
+    assert {"case_id", "family", "split", "kind"} <= set(row)
+
+
+@pytest.fixture(scope="module")
+def traced():
+    from sandbox import Sandbox
+
+    case = Case("fam/fam_1", "fam", [["Ann", "3"], ["Bob", "4"]], [["Ann"], ["Bob"]],
+                [["Cy", "5"], ["Di", "6"], ["Ed", "7"]], ANSWER)
+    backend = ScriptedBackend()
+    with Sandbox(workers=1) as sb:
+        [record] = trace_cases([case], {"fam/fam_1": "train"}, backend, sb,
+                               RolloutConfig(max_repairs=2, program_samples=3, progress=False))
+    return record, backend.seen
+
+
+def test_rebuilt_prompts_are_the_prompts_the_model_was_sent(traced):
+    record, seen = traced
+    task = record_task(record)
+    assert direct_conversation(record)[:-1] == seen[("direct", 0, 0)]
+    chains = program_chains(record)
+    assert [len(c) for c, _ in chains] == [3, 1, 1]
+    for j, (chain, _) in enumerate(chains):
+        for i, rnd in enumerate(chain):
+            assert round_messages(task, chain, i) == seen[(rnd["kind"], i, j)], (j, i)
+    # the second repair prompt shows the crash of round 1, not the wrong output of round 0
+    assert "error: exception" in seen[("fix", 2, 0)][-1]["content"]
+
+
+def test_verified_trajectories_of_a_traced_record(traced):
+    record, seen = traced
+    rows = {(r["kind"], r["sample"], r["round"]): r for r in verified_conversations(record)}
+    assert set(rows) == {("direct", None, None), ("repair", 0, 2), ("program", 1, 0)}
+    repair = rows[("repair", 0, 2)]["messages"]
+    assert repair[:-1] == seen[("fix", 2, 0)]
+    assert [m["role"] for m in repair] == ["system", "user", "assistant", "user", "assistant"]
+    assert repair[-1]["content"] == RIGHT  # the stored raw answer
+    assert rows[("program", 1, 0)]["messages"][-1]["content"] == RIGHT
+    for r in rows.values():
+        check_trl_conversation(r)
+
+
+def _v2(record, samples):
+    """Turn tracefactory's record into trace schema v2's sample layout."""
+    record = dict(record, schema_version=2)
+    record["samples"] = [s["rounds"] for s in samples]
+    record["hidden"] = dict(record["hidden"], samples=[s["hidden"]["rounds"] for s in samples])
+    return record
+
+
+def test_export_keeps_train_and_dev_only_and_no_test_family(tmp_path):
+    recs = [
+        make_record("a/a_1", "a", "train", direct=ANSWER),  # direct right
+        make_record("a/a_2", "a", "train", rounds=[(False, None), (True, ANSWER)]),  # repaired
+        make_record("a/a_3", "a", "train", rounds=[(True, WRONG)]),  # overfit: not verified
+        make_record("b/b_1", "b", "dev", rounds=[(True, ANSWER)]),
+        make_record("t/t_1", "t", "test", direct=ANSWER, rounds=[(True, ANSWER)]),
+        make_record("u/u_1", "u", "unassigned", direct=ANSWER),
+        make_record("t/t_2", "t", "train", direct=ANSWER),  # mislabelled case of a test family
+        _v2(make_record("c/c_1", "c", "train", rounds=[(False, None)]),
+            [make_record(rounds=[(False, None), (True, ANSWER)])]),
+    ]
+    counts = export_sft(recs, tmp_path / "sft")
+    train = [json.loads(l) for l in (tmp_path / "sft" / "train.jsonl").read_text().splitlines()]
+    dev = [json.loads(l) for l in (tmp_path / "sft" / "dev.jsonl").read_text().splitlines()]
+    assert counts == {"train": len(train), "dev": len(dev)}
+    assert sorted((r["case_id"], r["kind"], r["sample"], r["round"]) for r in train) == [
+        ("a/a_1", "direct", None, None), ("a/a_2", "repair", 0, 1), ("c/c_1", "repair", 1, 1)]
+    assert [(r["case_id"], r["kind"]) for r in dev] == [("b/b_1", "program")]
+    rows = train + dev
+    assert not {r["family"] for r in rows} & {"t", "u"}
+    assert all(r["split"] in ("train", "dev") for r in rows)
+    for r in rows:
+        check_trl_conversation(r)
+    # a repair trajectory carries the failed code and the feedback on it before the final answer
+    rep = next(r for r in train if r["case_id"] == "a/a_2")["messages"]
+    assert "return table  # 0" in rep[2]["content"] and "differs from the example output" in rep[3]["content"]
+    assert rep[4]["content"] == recs[1]["rounds"][1]["raw"]
+
+
+def test_export_is_read_by_trl_as_conversational(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    trl_data = pytest.importorskip("trl.data_utils")
+    datasets = pytest.importorskip("datasets")
+    recs = [make_record("a/a_1", "a", "train", direct=ANSWER),
+            make_record("a/a_2", "a", "train", rounds=[(False, None), (True, ANSWER)]),
+            make_record("b/b_1", "b", "dev", rounds=[(True, ANSWER)])]
+    export_sft(recs, tmp_path)
+    ds = datasets.load_dataset("json", data_files={s: str(tmp_path / f"{s}.jsonl") for s in ("train", "dev")},
+                              cache_dir=str(tmp_path / "cache"))
+    assert (len(ds["train"]), len(ds["dev"])) == (2, 1)
+    for split in ("train", "dev"):
+        for ex in ds[split]:
+            assert trl_data.is_conversational(ex)
