@@ -303,12 +303,12 @@ def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -
     write_figures(full, reports / "figures")
     write_report(full, reports / "report.md")
     atomic_write_json(reports / "final_summary.json", full)
+    log(f"wrote {reports / 'final_summary.json'}, report.md, figures/ and predictions/")
     from .viewer import write_viewer
 
-    write_viewer(reports, full, records, outcomes)
+    log(f"wrote {write_viewer(reports, full, records, outcomes)}")
     if cfg.export_sft:
         from .sft import export_sft
 
-        log(f"wrote SFT data to {reports / 'sft'}: {export_sft(records, reports / 'sft')}")
-    log(f"wrote {reports / 'final_summary.json'}, report.md, figures/, predictions/ and viewer/index.html")
+        log(f"wrote {reports / 'sft'}: {export_sft(records, reports / 'sft')} verified conversations")
     return full
