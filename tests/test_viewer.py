@@ -134,7 +134,7 @@ def browser():
         b.close()
 
 
-def test_viewer_in_a_real_browser(run, browser, tmp_path):
+def test_viewer_in_a_real_browser(browser, run, tmp_path):
     import numpy as np
     from PIL import Image
 
