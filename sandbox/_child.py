@@ -60,7 +60,8 @@ def set_rlimits(pairs) -> None:
             raise OSError(1, str(exc)) from None
 
 
-def confine(plan: dict, result_fd: int, report: dict | None = None) -> None:
+def confine(plan: dict, result_fd: int, report: dict | None = None,
+            tag_fd: int | None = None) -> None:
     """Apply the plan's per-run protections; record each step's success in ``report``."""
     def step(name, fn):
         try:
@@ -73,10 +74,20 @@ def confine(plan: dict, result_fd: int, report: dict | None = None) -> None:
         if report is not None:
             report[name] = ok
 
+    if tag_fd == 3:
+        tag_fd = os.dup(tag_fd)
     if result_fd != 3:
         os.dup2(result_fd, 3)
-    os.dup2(0, 2)  # the worker's fd 0 is /dev/null, opened read-write
-    os.closerange(4, 1 << 16)
+    if tag_fd is not None and tag_fd != 4:
+        os.dup2(tag_fd, 4)
+    # A /dev/null of its own on 0-2 (opened through the worker's handle on /dev, which the
+    # chroot hides): kernel state kept on an open file description (F_SETSIG, O_NONBLOCK, OFD
+    # locks) then dies with the child instead of reaching the next run or the host.
+    null = os.open("null", os.O_RDWR | os.O_CLOEXEC, dir_fd=plan["dev_fd"])
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(5 if tag_fd is not None else 4, 1 << 16)  # also ``null``, the /dev
+    # handle and the request pipe
     if plan["uid"] is not None:  # also makes the process non-dumpable (kernel rule on setuid)
         step("drop_uid", lambda: (os.setgroups([]), os.setresgid(*[plan["gid"]] * 3),
                                   os.setresuid(*[plan["uid"]] * 3)))
@@ -88,7 +99,7 @@ def confine(plan: dict, result_fd: int, report: dict | None = None) -> None:
     cpu = plan["cpu_s"]
     step("rlimits", lambda: set_rlimits(((resource.RLIMIT_CPU, (cpu, cpu + 1)),  # XCPU, KILL
                                          (resource.RLIMIT_AS, plan["as_bytes"]),
-                                         (resource.RLIMIT_NOFILE, 4)) + plan["child_rlimits"]))
+                                         (resource.RLIMIT_NOFILE, 5)) + plan["child_rlimits"]))
     if plan["seccomp"] is not None:
         step("seccomp", lambda: _kernel.install_seccomp(plan["seccomp"]))
 
@@ -169,50 +180,73 @@ def check_output(out, limits: dict) -> tuple[bytes | None, str]:
     return data, ""
 
 
-def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True):
-    """Run one program; returns ``(error name or None, payload bytes)``."""
+_START = bytes([_wire.TAG_START])
+
+
+def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True,
+            start_fd: int | None = None):
+    """Run one program; returns ``(error name or None, payload bytes)``.
+
+    With ``start_fd``, ``TAG_START`` is written there just before the program's first line runs.
+    """
     try:
         source = code.decode("utf-8")
         if ast_check and not policy.quick_pass(source):
             problem = policy.check(policy.parse(source, FILENAME))
             if problem:
-                return "forbidden", problem.encode()
+                return "forbidden", _msg(problem)
         compiled = compile(source, FILENAME, "exec")
     except SyntaxError as exc:  # and IndentationError, TabError
         where = f" (line {exc.lineno})" if exc.lineno else ""
-        return "syntax", _wire.cut(f"{type(exc).__name__}: {exc.msg}{where}").encode()
+        return "syntax", _msg(_wire.cut(f"{type(exc).__name__}: {exc.msg}{where}"))
     except (ValueError, RecursionError, MemoryError) as exc:  # bad bytes, nesting, size
-        return "syntax", _wire.cut(f"{type(exc).__name__}: {exc}").encode()
+        return "syntax", _msg(_wire.cut(f"{type(exc).__name__}: {exc}"))
     namespace = {"__builtins__": SAFE_BUILTINS, "__name__": "transform_program"}
+    if start_fd is not None:
+        os.write(start_fd, _START)
     try:
         exec(compiled, namespace)
         fn = namespace.get("transform")
         if fn is None:
             return "no_transform", b"the program defines no function named transform(table)"
         if not callable(fn):
-            return "no_transform", f"transform is {_tname(fn)}, not a function".encode()
+            return "no_transform", _msg(f"transform is {_tname(fn)}, not a function")
         out = fn(json.loads(table_json))
         data, why = check_output(out, limits)
     except MemoryError:
         return "memory", b"MemoryError: the program ran out of memory"
     except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are program errors
-        return "exception", describe(exc).encode()
-    return (None, data) if data is not None else ("bad_output", why.encode())
+        return "exception", _msg(describe(exc))
+    return (None, data) if data is not None else ("bad_output", _msg(why))
 
 
-def main(body: bytes, code_len: int, result_fd: int, plan: dict) -> None:
-    """The child's whole life: never returns."""
+def _msg(text: str) -> bytes:
+    """UTF-8 whatever the text holds (a lone surrogate in a message becomes ``\\udc80``)."""
+    return text.encode("utf-8", "backslashreplace")
+
+
+def main(req_fd: int, code_len: int, table_len: int, result_fd: int, tag_fd: int,
+         plan: dict) -> None:
+    """The child's whole life: read its own request, confine, run, report; never returns.
+
+    The result frame goes to ``result_fd`` (moved to 3), the tags to ``tag_fd`` (moved to 4).
+    """
     try:
-        confine(plan, result_fd)
+        body = bytearray(code_len + table_len)  # the worker never held it
+        if not _wire.read_into(req_fd, body):
+            os._exit(112)  # the parent went away mid-request
+        os.write(tag_fd, bytes([_wire.TAG_READ]))
+        confine(plan, result_fd, tag_fd=tag_fd)
         random.seed(0)  # after fork ``random`` reseeds from urandom; runs should repeat exactly
-        error, payload = execute(body[:code_len], body[code_len:], plan["limits"],
-                                 plan["ast_check"])
+        error, payload = execute(bytes(body[:code_len]), bytes(body[code_len:]),
+                                 plan["limits"], plan["ast_check"], start_fd=4)
+        del body
     except Refused as exc:
-        error, payload = "crash", f"sandbox setup failed: {exc}".encode()
+        error, payload = "crash", _msg(f"sandbox setup failed: {exc}")
     except MemoryError:
         error, payload = "memory", b"MemoryError: the program ran out of memory"
     except BaseException as exc:  # noqa: BLE001 - must report, never raise
-        error, payload = "crash", f"sandbox child failed: {_tname(exc)}".encode()
+        error, payload = "crash", _msg(f"sandbox child failed: {_tname(exc)}")
     if error is None:
         frame = _wire.RESULT.pack(_wire.OK, 0, len(payload)) + payload
     else:

@@ -34,8 +34,6 @@ import signal
 import sys
 import time
 
-if __name__ == "__main__":  # run as a script: the sibling modules become top-level modules
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 try:
     from . import _child, _kernel, _seccomp, _wire, policy
 except ImportError:
@@ -170,7 +168,7 @@ def confine_worker(report: dict) -> list:
     return per_child
 
 
-def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int) -> dict:
+def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_fd: int) -> dict:
     root = os.geteuid() == 0
     fprog = _seccomp.build()
     plan = {"uid": NOBODY if root else None,
@@ -179,7 +177,7 @@ def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int) -> di
             "child_rlimits": tuple(confine_worker(report)),
             "seccomp": None if fprog is None else _seccomp.ctypes.addressof(fprog),
             "required": {}, "cpu_s": 10, "as_bytes": _vm_status(status_fd)[0] + 1024 * MIB,
-            "_fprog": fprog}
+            "dev_fd": dev_fd, "_fprog": fprog}
     steps, failure = probe(plan)
     if failure and plan["seccomp"] is not None:  # the filter must never break real programs
         plan["seccomp"] = None
@@ -217,10 +215,12 @@ def warm_up(plan: dict) -> None:
 def collect(r: int, pid: int, deadline: float, max_payload: int):
     """Read the child's result frame, then end and reap the child.
 
-    Returns ``(frame or None, outcome, wait status, rusage)``.
+    Reads straight into buffers sized from the header (no intermediate ``bytes`` to linger in
+    freed memory). Returns ``(kind, code, payload bytearray or None, outcome, status, rusage)``.
     """
-    buf = bytearray()
-    need = _wire.RESULT.size
+    head = bytearray(_wire.RESULT.size)
+    view, got, payload = memoryview(head), 0, None
+    kind = code = None
     poller = select.poll()
     poller.register(r, select.POLLIN)
     outcome = "eof"
@@ -231,32 +231,50 @@ def collect(r: int, pid: int, deadline: float, max_payload: int):
             break
         if not poller.poll(left * 1000 + 1):
             continue
-        chunk = os.read(r, max(65536, need - len(buf)))
-        if not chunk:
+        n = os.readv(r, [view[got:]])
+        if not n:
             break
-        buf += chunk
-        if len(buf) >= _wire.RESULT.size and need == _wire.RESULT.size:
-            need += _wire.RESULT.unpack_from(buf)[2]
-            if need - _wire.RESULT.size > max_payload:
-                outcome = "too_big"
-                break
-        if len(buf) >= need:
+        got += n
+        if got < len(view):
+            continue
+        if payload is not None:
             outcome = "done"
             break
-    frame = bytes(buf[:need]) if outcome == "done" else None
+        kind, code, size = _wire.RESULT.unpack_from(head)
+        if kind not in (_wire.OK, _wire.ERR) or (kind == _wire.ERR and code >= len(_wire.ERRORS)):
+            outcome = "malformed"
+            break
+        if size > max_payload:
+            outcome = "too_big"
+            break
+        payload = bytearray(size)
+        view, got = memoryview(payload), 0
+        if not size:
+            outcome = "done"
+            break
+    del view
+    if outcome != "done" and payload is not None:
+        _wire.wipe(payload)
+        payload = None
     if outcome == "eof":  # the child closed its pipe: give it until the deadline to exit
         while time.monotonic() < deadline:
             reaped, status, usage = os.wait4(pid, os.WNOHANG)
             if reaped:
-                return frame, "exited", status, usage
+                return kind, code, payload, "exited", status, usage
             time.sleep(0.0005)
         outcome = "timeout"
     os.kill(pid, signal.SIGKILL)  # done or not, the child ends now
     _, status, usage = os.wait4(pid, 0)
-    return frame, outcome, status, usage
+    return kind, code, payload, outcome, status, usage
 
 
-def run_one(body: bytes, code_len: int, timeout_s: float, memory_mb: int, plan: dict) -> bytes:
+def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory_mb: int,
+            resp_fd: int, plan: dict) -> bool:
+    """Fork a child for one request (it reads the request itself), classify, reply.
+
+    Returns ``False`` when the request pipe may hold unread bytes of this request (the child
+    died before reading it all): the worker must then stop, and the parent starts a new one.
+    """
     base_vm, base_rss = plan["base"]
     # Updated in place (the child gets its own copy through fork). The memory limit is a
     # budget on top of what the worker already maps; RLIMIT_CPU is only the backstop behind
@@ -264,32 +282,64 @@ def run_one(body: bytes, code_len: int, timeout_s: float, memory_mb: int, plan: 
     plan["cpu_s"] = max(1, math.ceil(timeout_s + 0.5))
     plan["as_bytes"] = base_vm + memory_mb * MIB
     r, w = os.pipe()
+    tr, tw = os.pipe()  # tags: read once the child is gone, so they cost the worker no wake-up
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(r)
-            _child.main(body, code_len, w, plan)
+            os.close(tr)
+            _child.main(req_fd, code_len, table_len, w, tw, plan)
         finally:
             os._exit(1)
     os.close(w)
-    frame, outcome, status, usage = collect(r, pid, start + timeout_s,
-                                            plan["limits"]["max_bytes"] + 64)
+    os.close(tw)
+    kind, code, payload, outcome, status, usage = collect(
+        r, pid, start + timeout_s, plan["limits"]["max_bytes"] + 64)
     os.close(r)
+    tags = os.read(tr, 2)  # the child is reaped: all there is, or end of file
+    os.close(tr)
+    stage = (0 if tags[:1] != _TAG_READ else 2 if tags == _TAG_READ + _TAG_START else 1)
     wall_us = int((time.monotonic() - start) * 1e6)
     cpu_us = int((usage.ru_utime + usage.ru_stime) * 1e6)
-    if frame is not None:
-        kind, code, _ = _wire.RESULT.unpack_from(frame)
-        payload = frame[_wire.RESULT.size:]
-        if kind == _wire.OK:
-            return _wire.REPLY.pack(_wire.OK, 0, wall_us, cpu_us, len(payload)) + payload
-        if kind != _wire.ERR or code >= len(_wire.ERRORS):
-            code, payload = _wire.CODE["crash"], b"the program wrote a malformed result"
-        payload = payload[:_wire.MAX_MESSAGE_BYTES]
-        return _wire.REPLY.pack(_wire.ERR, code, wall_us, cpu_us, len(payload)) + payload
-    error, message = classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss)
-    payload = message.encode()
-    return _wire.REPLY.pack(_wire.ERR, _wire.CODE[error], wall_us, cpu_us, len(payload)) + payload
+    try:
+        if stage == 0:  # it may have read part of the request: the pipe is out of step
+            os.close(req_fd)  # the parent's next write fails at once and it restarts us
+            error, message = "crash", "the sandbox child could not read its request"
+        elif outcome == "done":
+            if kind == _wire.OK and stage == 2:
+                _reply(resp_fd, _wire.OK, 0, wall_us, cpu_us, payload)
+                return True
+            allowed = _wire.PROGRAM if stage == 2 else _wire.PRE_START
+            if kind == _wire.ERR and _wire.ERRORS[code] in allowed:
+                _reply(resp_fd, _wire.ERR, code, wall_us, cpu_us,
+                       memoryview(payload)[:_wire.MAX_MESSAGE_BYTES])
+                return True
+            error, message = _forged(stage)
+        elif outcome == "malformed" or (outcome == "too_big" and stage < 2):
+            error, message = _forged(stage)
+        else:
+            error, message = classify(outcome, status, usage, timeout_s, memory_mb, plan,
+                                      base_rss)
+        _reply(resp_fd, _wire.ERR, _wire.CODE[error], wall_us, cpu_us, message.encode())
+        return stage != 0
+    finally:
+        if payload is not None:
+            _wire.wipe(payload)
+
+
+_TAG_READ, _TAG_START = bytes([_wire.TAG_READ]), bytes([_wire.TAG_START])
+
+
+def _forged(stage: int) -> tuple[str, str]:
+    if stage == 2:  # only the program can have written this
+        return "bad_output", "the program wrote its own bytes to the sandbox's result pipe"
+    return "crash", "the sandbox child wrote a malformed result"
+
+
+def _reply(fd: int, kind: int, code: int, wall_us: int, cpu_us: int, payload) -> None:
+    _wire.write_all(fd, _wire.REPLY.pack(kind, code, wall_us, cpu_us, len(payload)))
+    _wire.write_all(fd, payload)
 
 
 def classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss) -> tuple[str, str]:
@@ -314,16 +364,11 @@ def classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss) -> tu
 
 
 def serve(req_fd: int, resp_fd: int, plan: dict) -> None:
-    while True:
-        header = _wire.read_exact(req_fd, _wire.REQUEST.size)
-        if header is None:
-            return
+    header = bytearray(_wire.REQUEST.size)  # sizes and limits only: the child reads the rest
+    while _wire.read_into(req_fd, header):
         timeout_ms, memory_mb, code_len, table_len = _wire.REQUEST.unpack(header)
-        body = _wire.read_exact(req_fd, code_len + table_len)
-        if body is None:
+        if not run_one(req_fd, code_len, table_len, timeout_ms / 1000, memory_mb, resp_fd, plan):
             return
-        reply = run_one(body, code_len, timeout_ms / 1000, memory_mb, plan)
-        _wire.write_all(resp_fd, reply)
 
 
 def _high_fd(fd: int) -> int:
@@ -333,22 +378,57 @@ def _high_fd(fd: int) -> int:
     return high
 
 
-def main() -> None:
-    options = json.loads(sys.argv[1])
+def hide_host_paths() -> None:
+    """Leave no path of this machine where a program looks: ``sys.argv``, ``sys.path``, the
+    interpreter's prefixes, modules' ``__file__``/``__cached__``/``__spec__``/``__path__``.
+
+    Every module is loaded by now, and the sandbox's own code was compiled under ``<sandbox>/``
+    names (``_worker.BOOT``). Not covered: ``co_filename`` of the standard library's code
+    objects, which still names where Python is installed.
+    """
+    sys.argv, sys.orig_argv, sys.path = ["transform"], [], []
+    sys.path_importer_cache.clear()
+    for name in ("executable", "_base_executable", "prefix", "base_prefix", "exec_prefix",
+                 "base_exec_prefix", "_stdlib_dir", "pycache_prefix", "_home"):
+        if hasattr(sys, name):
+            setattr(sys, name, None if name in ("pycache_prefix", "_home") else "")
+    for module in list(sys.modules.values()):
+        for attr in ("__file__", "__cached__"):
+            if hasattr(module, attr):
+                try:
+                    delattr(module, attr)
+                except (AttributeError, TypeError):
+                    pass
+        if isinstance(getattr(module, "__path__", None), list):
+            module.__path__ = []
+        spec = getattr(module, "__spec__", None)
+        if spec is not None:
+            try:
+                spec.origin, spec.cached, spec.has_location = None, None, False
+                if spec.submodule_search_locations is not None:
+                    spec.submodule_search_locations = []
+            except AttributeError:
+                pass
+
+
+def main(options: dict) -> None:
     for name in ("LD_BIND_NOW", "PYTHONHASHSEED"):  # read at start-up; programs see neither
         os.environ.pop(name, None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     req_fd, resp_fd = _high_fd(0), _high_fd(1)
     devnull = os.open("/dev/null", os.O_RDWR)  # lands on fd 0, freed just above
     os.dup2(devnull, 1)
+    # Each child opens a /dev/null of its own through this (the chroot hides /dev).
+    dev_fd = _high_fd(os.open("/dev", os.O_PATH | os.O_DIRECTORY))
     preload()
+    hide_host_paths()
     report: dict = {"fresh_process_per_run": True, "closed_fds": True,
                     "cleared_env": set(os.environ) <= {"LC_CTYPE"},  # set by Python itself
                     "arch": os.uname().machine, "notes": []}
     enter_namespaces(report, req_fd, resp_fd)
     try:
         status_fd = _high_fd(os.open("/proc/self/status", os.O_RDONLY))
-        plan = make_plan(options["limits"], options["ast_check"], report, status_fd)
+        plan = make_plan(options["limits"], options["ast_check"], report, status_fd, dev_fd)
         warm_up(plan)
         plan["base"] = _vm_status(status_fd)
     except Exception as exc:  # tell the parent why, then give up
@@ -366,7 +446,3 @@ def main() -> None:
     except BrokenPipeError:
         pass
     os._exit(0)  # nothing to flush or finalise
-
-
-if __name__ == "__main__":
-    main()
