@@ -28,6 +28,8 @@ import os
 import random
 import resource
 import signal
+import sys
+import types
 
 try:  # loaded as part of the package in tests, as top-level modules inside the worker
     from . import _kernel, _wire, policy
@@ -201,7 +203,12 @@ def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True
         return "syntax", _msg(_wire.cut(f"{type(exc).__name__}: {exc.msg}{where}"))
     except (ValueError, RecursionError, MemoryError) as exc:  # bad bytes, nesting, size
         return "syntax", _msg(_wire.cut(f"{type(exc).__name__}: {exc}"))
-    namespace = {"__builtins__": SAFE_BUILTINS, "__name__": "transform_program"}
+    # A real module in sys.modules (the child's own copy): ``dataclasses`` and ``typing`` look
+    # a class's module up there.
+    module = types.ModuleType("transform_program")
+    namespace = module.__dict__
+    namespace["__builtins__"] = SAFE_BUILTINS
+    sys.modules["transform_program"] = module
     if start_fd is not None:
         os.write(start_fd, _START)
     try:

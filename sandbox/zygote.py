@@ -202,7 +202,7 @@ def warm_up(plan: dict) -> None:
     """Run the self-test once here, so lazy set-up (ctypes call paths, regex and encoder
     caches) happens once in the worker instead of in every child."""
     _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS, plan["ast_check"])
-    _child.execute(b"import os\n", b"[]", SELF_TEST_LIMITS, True)  # the slow check path
+    _child.execute(b"import socket\n", b"[]", SELF_TEST_LIMITS, True)  # the slow check path
     resource.getrlimit(resource.RLIMIT_AS)
     try:
         _kernel.prctl(_kernel.PR_SET_DUMPABLE, 1)  # a no-op: warms the ctypes call path
