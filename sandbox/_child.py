@@ -62,48 +62,55 @@ def set_rlimits(pairs) -> None:
             raise OSError(1, str(exc)) from None
 
 
-def confine(plan: dict, result_fd: int, report: dict | None = None,
-            tag_fd: int | None = None) -> None:
-    """Apply the plan's per-run protections; record each step's success in ``report``."""
-    def step(name, fn):
-        try:
-            fn()
-            ok = True
-        except OSError as exc:
-            ok = False
-            if plan["required"].get(name):
-                raise Refused(f"{name}: {exc}") from None
-        if report is not None:
-            report[name] = ok
+def _failed(plan: dict, name: str, exc: OSError, done: dict) -> None:
+    if plan["required"].get(name):
+        raise Refused(f"{name}: {exc}") from None
+    done[name] = False
 
-    if tag_fd == 3:
-        tag_fd = os.dup(tag_fd)
-    if result_fd != 3:
-        os.dup2(result_fd, 3)
-    if tag_fd is not None and tag_fd != 4:
-        os.dup2(tag_fd, 4)
-    # A /dev/null of its own on 0-2 (opened through the worker's handle on /dev, which the
-    # chroot hides): kernel state kept on an open file description (F_SETSIG, O_NONBLOCK, OFD
-    # locks) then dies with the child instead of reaching the next run or the host.
-    null = os.open("null", os.O_RDWR | os.O_CLOEXEC, dir_fd=plan["dev_fd"])
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.closerange(5 if tag_fd is not None else 4, 1 << 16)  # also ``null``, the /dev
-    # handle and the request pipe
+
+def confine(plan: dict, report: dict | None = None) -> None:
+    """Apply the plan's per-run protections; record each step's success in ``report``.
+
+    The worker has already put this run's own ``/dev/null`` on 0-2, the result pipe on 3 and
+    the tag pipe on 4 (``zygote.child_fds``), so nothing here has to move a descriptor. Written
+    without helpers or closures: every object a child touches costs it a copy-on-write fault.
+    """
+    os.closerange(5, 1 << 16)  # the worker's pipes, the request pipe, its /dev and /proc handles
+    done: dict = {}
     if plan["uid"] is not None:  # also makes the process non-dumpable (kernel rule on setuid)
-        step("drop_uid", lambda: (os.setgroups([]), os.setresgid(*[plan["gid"]] * 3),
-                                  os.setresuid(*[plan["uid"]] * 3)))
+        try:
+            os.setgroups([])
+            os.setresgid(plan["gid"], plan["gid"], plan["gid"])
+            os.setresuid(plan["uid"], plan["uid"], plan["uid"])
+            done["drop_uid"] = True
+        except OSError as exc:
+            _failed(plan, "drop_uid", exc, done)
     if plan["death_signal"]:  # not needed inside a PID namespace: its pid 1 is the worker
-        step("parent_death_signal",
-             lambda: _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL))
+        try:
+            _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL)
+            done["parent_death_signal"] = True
+        except OSError as exc:
+            _failed(plan, "parent_death_signal", exc, done)
         if os.getppid() != plan["worker_pid"]:
             os._exit(111)  # the worker died before the death signal was armed
-    cpu = plan["cpu_s"]
-    step("rlimits", lambda: set_rlimits(((resource.RLIMIT_CPU, (cpu, cpu + 1)),  # XCPU, KILL
-                                         (resource.RLIMIT_AS, plan["as_bytes"]),
-                                         (resource.RLIMIT_NOFILE, 5)) + plan["child_rlimits"]))
+    try:
+        cpu = plan["cpu_s"]
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # XCPU, then KILL
+        resource.setrlimit(resource.RLIMIT_AS, (plan["as_bytes"], plan["as_bytes"]))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (5, 5))  # 0-4 are open: no new descriptor
+        if plan["child_rlimits"]:
+            set_rlimits(plan["child_rlimits"])
+        done["rlimits"] = True
+    except (OSError, ValueError) as exc:
+        _failed(plan, "rlimits", OSError(1, str(exc)), done)
     if plan["seccomp"] is not None:
-        step("seccomp", lambda: _kernel.install_seccomp(plan["seccomp"]))
+        try:
+            _kernel.install_seccomp(plan["seccomp"])
+            done["seccomp"] = True
+        except OSError as exc:
+            _failed(plan, "seccomp", exc, done)
+    if report is not None:
+        report.update(done)
 
 
 # ----------------------------------------------------------------------------- running
@@ -182,7 +189,11 @@ def check_output(out, limits: dict) -> tuple[bytes | None, str]:
     return data, ""
 
 
-_START = bytes([_wire.TAG_START])
+_START, _READ = bytes([_wire.TAG_START]), bytes([_wire.TAG_READ])
+# The program's module, made once in the worker: ``dataclasses`` and ``typing`` look a class's
+# module up in ``sys.modules``. Each run empties it first (its own copy, in its own child).
+PROGRAM = types.ModuleType("transform_program")
+sys.modules["transform_program"] = PROGRAM
 
 
 def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True,
@@ -203,12 +214,10 @@ def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True
         return "syntax", _msg(_wire.cut(f"{type(exc).__name__}: {exc.msg}{where}"))
     except (ValueError, RecursionError, MemoryError) as exc:  # bad bytes, nesting, size
         return "syntax", _msg(_wire.cut(f"{type(exc).__name__}: {exc}"))
-    # A real module in sys.modules (the child's own copy): ``dataclasses`` and ``typing`` look
-    # a class's module up there.
-    module = types.ModuleType("transform_program")
-    namespace = module.__dict__
+    namespace = PROGRAM.__dict__
+    namespace.clear()
     namespace["__builtins__"] = SAFE_BUILTINS
-    sys.modules["transform_program"] = module
+    namespace["__name__"] = "transform_program"
     if start_fd is not None:
         os.write(start_fd, _START)
     try:
@@ -232,22 +241,20 @@ def _msg(text: str) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
-def main(req_fd: int, code_len: int, table_len: int, result_fd: int, tag_fd: int,
-         plan: dict) -> None:
+def main(req_fd: int, code_len: int, table_len: int, plan: dict) -> None:
     """The child's whole life: read its own request, confine, run, report; never returns.
 
-    The result frame goes to ``result_fd`` (moved to 3), the tags to ``tag_fd`` (moved to 4).
+    Descriptors as ``zygote.child_fds`` left them: the result frame goes to 3, the tags to 4.
     """
     try:
-        body = bytearray(code_len + table_len)  # the worker never held it
-        if not _wire.read_into(req_fd, body):
+        code = _wire.read_exact(req_fd, code_len)  # the worker never held the request
+        table = _wire.read_exact(req_fd, table_len)
+        if code is None or table is None:
             os._exit(112)  # the parent went away mid-request
-        os.write(tag_fd, bytes([_wire.TAG_READ]))
-        confine(plan, result_fd, tag_fd=tag_fd)
+        os.write(4, _READ)
+        confine(plan)
         random.seed(0)  # after fork ``random`` reseeds from urandom; runs should repeat exactly
-        error, payload = execute(bytes(body[:code_len]), bytes(body[code_len:]),
-                                 plan["limits"], plan["ast_check"], start_fd=4)
-        del body
+        error, payload = execute(code, table, plan["limits"], plan["ast_check"], start_fd=4)
     except Refused as exc:
         error, payload = "crash", _msg(f"sandbox setup failed: {exc}")
     except MemoryError:

@@ -115,24 +115,24 @@ def _vm_status(status_fd: int) -> tuple[int, int]:
 
 def probe(plan: dict) -> tuple[dict, str]:
     """Fork a child that applies every protection and runs the self-test program."""
-    r, w = os.pipe()
+    r, tr = child_fds(plan)
     pid = os.fork()
     if pid == 0:
         try:
-            os.close(r)
             report: dict = {}
-            _child.confine(dict(plan, required={}), w, report)
+            _child.confine(dict(plan, required={}), report)
             error, payload = _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS)
             report["self_test"] = error or ""
             report["self_test_message"] = "" if error is None else payload.decode()
             _wire.write_all(3, json.dumps(report).encode())
         finally:
             os._exit(0)
-    os.close(w)
+    release_child_fds(plan)
     chunks = []
     while chunk := os.read(r, 65536):
         chunks.append(chunk)
     os.close(r)
+    os.close(tr)
     os.waitpid(pid, 0)
     try:
         report = json.loads(b"".join(chunks))
@@ -168,7 +168,8 @@ def confine_worker(report: dict) -> list:
     return per_child
 
 
-def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_fd: int) -> dict:
+def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_fd: int,
+              null_fd: int) -> dict:
     root = os.geteuid() == 0
     fprog = _seccomp.build()
     plan = {"uid": NOBODY if root else None,
@@ -177,7 +178,7 @@ def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_f
             "child_rlimits": tuple(confine_worker(report)),
             "seccomp": None if fprog is None else _seccomp.ctypes.addressof(fprog),
             "required": {}, "cpu_s": 10, "as_bytes": _vm_status(status_fd)[0] + 1024 * MIB,
-            "dev_fd": dev_fd, "_fprog": fprog}
+            "dev_fd": dev_fd, "null_fd": null_fd, "_fprog": fprog}
     steps, failure = probe(plan)
     if failure and plan["seccomp"] is not None:  # the filter must never break real programs
         plan["seccomp"] = None
@@ -203,6 +204,7 @@ def warm_up(plan: dict) -> None:
     caches) happens once in the worker instead of in every child."""
     _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS, plan["ast_check"])
     _child.execute(b"import socket\n", b"[]", SELF_TEST_LIMITS, True)  # the slow check path
+    _child.PROGRAM.__dict__.clear()
     resource.getrlimit(resource.RLIMIT_AS)
     try:
         _kernel.prctl(_kernel.PR_SET_DUMPABLE, 1)  # a no-op: warms the ctypes call path
@@ -211,6 +213,37 @@ def warm_up(plan: dict) -> None:
 
 
 # ----------------------------------------------------------------------------- serving
+
+def child_fds(plan: dict) -> tuple[int, int]:
+    """Lay out the next child's descriptors in the worker, before the fork (where it costs no
+    copy-on-write fault): a ``/dev/null`` of its own on 0-2, the write ends of a fresh result
+    pipe on 3 and tag pipe on 4. Returns the read ends (moved to 100 and up).
+
+    A ``/dev/null`` of its own: kernel state kept on an open file description (``F_SETSIG``,
+    ``O_NONBLOCK``, OFD locks) then ends with the run instead of reaching the next one or the
+    host. The chroot hides /dev, so it is opened through the worker's handle on it.
+    """
+    null = os.open("null", os.O_RDWR, dir_fd=plan["dev_fd"])
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    r, w = os.pipe()
+    tr, tw = os.pipe()  # tags: read once the child is gone, so they cost the worker no wake-up
+    ends = fcntl.fcntl(r, fcntl.F_DUPFD_CLOEXEC, 100), fcntl.fcntl(tr, fcntl.F_DUPFD_CLOEXEC, 100)
+    os.dup2(w, 3)
+    os.dup2(tw, 4)
+    for fd in {r, w, tr, tw} - {3, 4}:
+        os.close(fd)
+    return ends
+
+
+def release_child_fds(plan: dict) -> None:
+    """After the fork: the worker keeps none of the child's descriptors 0-4."""
+    for fd in (0, 1, 2):
+        os.dup2(plan["null_fd"], fd)
+    os.close(3)
+    os.close(4)
+
 
 def collect(r: int, pid: int, deadline: float, max_payload: int):
     """Read the child's result frame, then end and reap the child.
@@ -281,19 +314,15 @@ def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory
     # the wall-clock deadline, should this worker itself stop.
     plan["cpu_s"] = max(1, math.ceil(timeout_s + 0.5))
     plan["as_bytes"] = base_vm + memory_mb * MIB
-    r, w = os.pipe()
-    tr, tw = os.pipe()  # tags: read once the child is gone, so they cost the worker no wake-up
+    r, tr = child_fds(plan)
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
         try:
-            os.close(r)
-            os.close(tr)
-            _child.main(req_fd, code_len, table_len, w, tw, plan)
+            _child.main(req_fd, code_len, table_len, plan)
         finally:
             os._exit(1)
-    os.close(w)
-    os.close(tw)
+    release_child_fds(plan)
     kind, code, payload, outcome, status, usage = collect(
         r, pid, start + timeout_s, plan["limits"]["max_bytes"] + 64)
     os.close(r)
@@ -418,8 +447,9 @@ def main(options: dict) -> None:
     req_fd, resp_fd = _high_fd(0), _high_fd(1)
     devnull = os.open("/dev/null", os.O_RDWR)  # lands on fd 0, freed just above
     os.dup2(devnull, 1)
-    # Each child opens a /dev/null of its own through this (the chroot hides /dev).
+    # Each child gets a /dev/null of its own, opened through this (the chroot hides /dev).
     dev_fd = _high_fd(os.open("/dev", os.O_PATH | os.O_DIRECTORY))
+    null_fd = fcntl.fcntl(devnull, fcntl.F_DUPFD_CLOEXEC, 100)
     preload()
     hide_host_paths()
     report: dict = {"fresh_process_per_run": True, "closed_fds": True,
@@ -428,7 +458,8 @@ def main(options: dict) -> None:
     enter_namespaces(report, req_fd, resp_fd)
     try:
         status_fd = _high_fd(os.open("/proc/self/status", os.O_RDONLY))
-        plan = make_plan(options["limits"], options["ast_check"], report, status_fd, dev_fd)
+        plan = make_plan(options["limits"], options["ast_check"], report, status_fd, dev_fd,
+                         null_fd)
         warm_up(plan)
         plan["base"] = _vm_status(status_fd)
     except Exception as exc:  # tell the parent why, then give up
@@ -441,6 +472,10 @@ def main(options: dict) -> None:
     _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.READY, 0, 0, 0, len(ready)) + ready)
     gc.collect()
     gc.freeze()  # a child's garbage collector then never touches (and copies) these pages
+    try:  # hand free heap pages back: every page still mapped is copied into each child's tables
+        _kernel.libc().malloc_trim(0)
+    except (AttributeError, OSError):
+        pass
     try:
         serve(req_fd, resp_fd, plan)
     except BrokenPipeError:
