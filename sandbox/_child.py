@@ -247,14 +247,17 @@ def main(req_fd: int, code_len: int, table_len: int, plan: dict) -> None:
     Descriptors as ``zygote.child_fds`` left them: the result frame goes to 3, the tags to 4.
     """
     try:
-        code = _wire.read_exact(req_fd, code_len)  # the worker never held the request
-        table = _wire.read_exact(req_fd, table_len)
-        if code is None or table is None:
-            os._exit(112)  # the parent went away mid-request
+        body = os.read(req_fd, code_len + table_len)  # the worker never held the request
+        if len(body) < code_len + table_len:  # a long request arrives in pieces
+            rest = _wire.read_exact(req_fd, code_len + table_len - len(body))
+            if rest is None:
+                os._exit(112)  # the parent went away mid-request
+            body += rest
         os.write(4, _READ)
         confine(plan)
         random.seed(0)  # after fork ``random`` reseeds from urandom; runs should repeat exactly
-        error, payload = execute(code, table, plan["limits"], plan["ast_check"], start_fd=4)
+        error, payload = execute(body[:code_len], body[code_len:], plan["limits"],
+                                 plan["ast_check"], start_fd=4)
     except Refused as exc:
         error, payload = "crash", _msg(f"sandbox setup failed: {exc}")
     except MemoryError:
