@@ -244,7 +244,8 @@ def transform(table):
 def test_nonblocking_flag_does_not_persist(sb):
     r = run(sb, '''
 def transform(table):
-    return [[attempt(os.set_blocking, fd, False) for fd in (0, 1, 2)]]
+    return [[attempt(os.set_blocking, fd, False) for fd in (0, 1, 2)]
+            + [attempt(fcntl.fcntl, fd, fcntl.F_SETFL, os.O_NONBLOCK) for fd in (0, 1, 2)]]
 ''')
     assert r.ok
     for _ in range(6):
