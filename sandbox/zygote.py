@@ -127,7 +127,7 @@ def probe(plan: dict) -> tuple[dict, str]:
             _wire.write_all(3, json.dumps(report).encode())
         finally:
             os._exit(0)
-    release_child_fds(plan)
+    os.closerange(3, 5)
     chunks = []
     while chunk := os.read(r, 65536):
         chunks.append(chunk)
@@ -168,8 +168,7 @@ def confine_worker(report: dict) -> list:
     return per_child
 
 
-def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_fd: int,
-              null_fd: int) -> dict:
+def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_fd: int) -> dict:
     root = os.geteuid() == 0
     fprog = _seccomp.build()
     plan = {"uid": NOBODY if root else None,
@@ -178,7 +177,7 @@ def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_f
             "child_rlimits": tuple(confine_worker(report)),
             "seccomp": None if fprog is None else _seccomp.ctypes.addressof(fprog),
             "required": {}, "cpu_s": 10, "as_bytes": _vm_status(status_fd)[0] + 1024 * MIB,
-            "dev_fd": dev_fd, "null_fd": null_fd, "_fprog": fprog}
+            "dev_fd": dev_fd, "_fprog": fprog}
     steps, failure = probe(plan)
     if failure and plan["seccomp"] is not None:  # the filter must never break real programs
         plan["seccomp"] = None
@@ -217,32 +216,32 @@ def warm_up(plan: dict) -> None:
 def child_fds(plan: dict) -> tuple[int, int]:
     """Lay out the next child's descriptors in the worker, before the fork (where it costs no
     copy-on-write fault): a ``/dev/null`` of its own on 0-2, the write ends of a fresh result
-    pipe on 3 and tag pipe on 4. Returns the read ends (moved to 100 and up).
+    pipe on 3 and tag pipe on 4. Returns the read ends (5 and up; the child closes them).
 
     A ``/dev/null`` of its own: kernel state kept on an open file description (``F_SETSIG``,
     ``O_NONBLOCK``, OFD locks) then ends with the run instead of reaching the next one or the
-    host. The chroot hides /dev, so it is opened through the worker's handle on it.
+    host (the worker drops the last run's here, once that child is long gone). The chroot hides
+    /dev, so it is opened through the worker's handle on it.
     """
-    null = os.open("null", os.O_RDWR, dir_fd=plan["dev_fd"])
+    os.close(0)
+    null = os.open("null", os.O_RDWR, dir_fd=plan["dev_fd"])  # the lowest free: 0
     for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
+        if fd != null:
+            os.dup2(null, fd)
     r, w = os.pipe()
     tr, tw = os.pipe()  # tags: read once the child is gone, so they cost the worker no wake-up
+    if (null, r, w, tr, tw) == (0, 3, 4, 5, 6):  # always, as 3 and up are free between runs
+        r = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 100)
+        os.dup2(4, 3)
+        os.dup2(6, 4)
+        os.close(6)
+        return r, tr
     ends = fcntl.fcntl(r, fcntl.F_DUPFD_CLOEXEC, 100), fcntl.fcntl(tr, fcntl.F_DUPFD_CLOEXEC, 100)
     os.dup2(w, 3)
     os.dup2(tw, 4)
-    for fd in {r, w, tr, tw} - {3, 4}:
+    for fd in {null, r, w, tr, tw} - {0, 1, 2, 3, 4}:
         os.close(fd)
     return ends
-
-
-def release_child_fds(plan: dict) -> None:
-    """After the fork: the worker keeps none of the child's descriptors 0-4."""
-    for fd in (0, 1, 2):
-        os.dup2(plan["null_fd"], fd)
-    os.close(3)
-    os.close(4)
 
 
 def collect(r: int, pid: int, deadline: float, max_payload: int):
@@ -322,7 +321,9 @@ def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory
             _child.main(req_fd, code_len, table_len, plan)
         finally:
             os._exit(1)
-    release_child_fds(plan)
+    # As little as possible runs here while the child lives: every page the worker writes now
+    # is copied (it is still shared with the child).
+    os.closerange(3, 5)
     kind, code, payload, outcome, status, usage = collect(
         r, pid, start + timeout_s, plan["limits"]["max_bytes"] + 64)
     os.close(r)
@@ -367,8 +368,12 @@ def _forged(stage: int) -> tuple[str, str]:
 
 
 def _reply(fd: int, kind: int, code: int, wall_us: int, cpu_us: int, payload) -> None:
-    _wire.write_all(fd, _wire.REPLY.pack(kind, code, wall_us, cpu_us, len(payload)))
-    _wire.write_all(fd, payload)
+    header = _wire.REPLY.pack(kind, code, wall_us, cpu_us, len(payload))
+    n = os.writev(fd, [header, payload])  # one system call for the usual small reply
+    if n < len(header):
+        _wire.write_all(fd, header[n:])
+        n = len(header)
+    _wire.write_all(fd, memoryview(payload)[n - len(header):])
 
 
 def classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss) -> tuple[str, str]:
@@ -449,7 +454,6 @@ def main(options: dict) -> None:
     os.dup2(devnull, 1)
     # Each child gets a /dev/null of its own, opened through this (the chroot hides /dev).
     dev_fd = _high_fd(os.open("/dev", os.O_PATH | os.O_DIRECTORY))
-    null_fd = fcntl.fcntl(devnull, fcntl.F_DUPFD_CLOEXEC, 100)
     preload()
     hide_host_paths()
     report: dict = {"fresh_process_per_run": True, "closed_fds": True,
@@ -458,8 +462,7 @@ def main(options: dict) -> None:
     enter_namespaces(report, req_fd, resp_fd)
     try:
         status_fd = _high_fd(os.open("/proc/self/status", os.O_RDONLY))
-        plan = make_plan(options["limits"], options["ast_check"], report, status_fd, dev_fd,
-                         null_fd)
+        plan = make_plan(options["limits"], options["ast_check"], report, status_fd, dev_fd)
         warm_up(plan)
         plan["base"] = _vm_status(status_fd)
     except Exception as exc:  # tell the parent why, then give up
