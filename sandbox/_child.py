@@ -1,21 +1,24 @@
 """What happens inside the short-lived child forked for one run: confine, run, report.
 
-``confine`` applies, in this order, each kernel protection the worker's plan enables: point
-stdin/stdout/stderr at /dev/null and close every other inherited descriptor except the result
-pipe (moved to fd 3); drop to an unprivileged uid/gid with no supplementary groups (which also
-makes the process non-dumpable); outside a PID namespace, ask for SIGKILL if the worker dies;
-resource limits (address space, CPU seconds, no new descriptors, and no new processes where
-the worker could not set that for it); the seccomp filter. The worker has already set what is
-the same for every run, and the child inherits it: the ``chroot`` into an empty read-only
-directory, no-new-privileges and ``STATIC_RLIMITS``. If a step the plan marks as required
-fails, the child ends with ``crash`` rather than run the program with less protection than the
-worker reported.
+``main`` first reads the run's request (code and table) from the request pipe itself, so the
+worker never holds it, and writes the tag ``R`` to fd 4. ``confine`` then applies, in this order,
+each kernel protection the worker's plan enables: close every inherited descriptor above 4 (the
+worker has already put a ``/dev/null`` of this run's own on 0-2, the result pipe on 3 and the tag
+pipe on 4); drop to an unprivileged uid/gid with no supplementary groups (which also makes the
+process non-dumpable); outside a PID namespace, ask for SIGKILL if the worker dies; resource
+limits (address space, CPU seconds, no new descriptors, and no new processes where the worker
+could not set that for it); the seccomp filter. The worker has already set what is the same for
+every run, and the child inherits it: the ``chroot`` into an empty read-only directory,
+no-new-privileges and ``STATIC_RLIMITS``. If a step the plan marks as required fails, the child
+ends with ``crash`` rather than run the program with less protection than the worker reported.
 
-``execute`` then parses the program, applies the courtesy AST check, runs its top level with
-guarded builtins, calls ``transform`` on a table decoded from JSON (a fresh object, so mutating
-it changes nothing outside the run), checks the result is exactly a list of lists of ``str``
+``execute`` then parses the program, applies the courtesy AST check, writes the tag ``S``, runs
+its top level with guarded builtins (in the module ``transform_program``, emptied first), calls
+``transform`` on a table decoded from JSON (a fresh object, so mutating it changes nothing
+outside the run), checks the result is exactly a list of lists of ``str``
 within the size limits, and serialises it. Exception messages are built without calling code
-the program wrote (``__str__`` of its own classes is never called).
+the program wrote (``__str__`` of its own classes is never called), and encoded so that a lone
+surrogate cannot make them invalid UTF-8.
 
 Not covered here: wall-clock limits and classification of deaths, which the worker does from
 outside (``zygote.py``), and the final strict check, which the parent does on the JSON it decodes.

@@ -1,16 +1,18 @@
 """Byte formats between the parent, the worker process and the per-run child.
 
-Three frames, all little-endian and length-prefixed, so no side ever has to guess where a
-message ends and a reader can refuse an oversized one before reading it:
+Three frames (and two tags), all little-endian and length-prefixed, so no side ever has to guess
+where a message ends and a reader can refuse an oversized one before reading it:
 
 - request, parent -> worker: ``REQUEST`` header (timeout in ms, memory in MiB, code length,
   table length) followed by the UTF-8 code and the table as compact JSON;
-- result, child -> worker: the tag byte ``TAG_READ`` once the child has read its whole request
-  (the worker never holds a request: the child reads it from the request pipe after the fork),
-  the tag byte ``TAG_START`` just before the first line of the program runs, then a ``RESULT``
-  header (kind, error code, payload length) + payload. The tags let the worker, not the
-  program, decide the class: only ``PRE_START`` classes count before ``TAG_START``, only
-  ``PROGRAM`` classes after it (a program can write to the pipe, but cannot unwrite a tag);
+- result, child -> worker, on the child's fd 3: a ``RESULT`` header (kind, error code, payload
+  length) + payload;
+- tags, child -> worker, one byte each on the child's fd 4, read by the worker only once the
+  child is reaped: ``TAG_READ`` once the child has read its whole request (the worker never
+  holds a request: the child reads it from the request pipe after the fork), ``TAG_START`` just
+  before the first line of the program runs. They let the worker, not the program, decide the
+  class: only ``PRE_START`` classes count before ``TAG_START``, only ``PROGRAM`` classes after
+  it (a program can write to its pipes, but cannot unwrite a tag);
 - reply, worker -> parent: ``REPLY`` header (kind, error code, child wall time in us, child CPU
   time in us, payload length) + payload. The first reply of a worker is its ready message,
   whose payload is the JSON protection report.

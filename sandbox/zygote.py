@@ -1,10 +1,12 @@
 """The pre-warmed worker process: one per sandbox slot, forking one child per run.
 
-Started by the parent as ``python -s -S -B zygote.py OPTIONS_JSON`` with an environment of its
-own (``LD_BIND_NOW`` and a fixed ``PYTHONHASHSEED``, both removed once read), in a new session,
-with an empty temporary directory as its working directory. It then:
+Started by the parent as ``python -s -S -B -c BOOT OPTIONS_JSON`` (``_worker.BOOT`` compiles this
+module and its siblings under ``<sandbox>/`` names) with an environment of its own
+(``LD_BIND_NOW`` and a fixed ``PYTHONHASHSEED``, both removed once read), in a new session, with
+an empty temporary directory as its working directory. It then:
 
-1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never needs the file system;
+1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never needs the file system,
+   and removes every host path from ``sys`` and the modules (``hide_host_paths``);
 2. enters new mount, network, IPC, UTS and PID namespaces where the kernel permits (PID: the
    process forks once, and the copy, pid 1 of the new namespace, serves; when it dies the
    kernel kills every process left in the namespace), mounts an empty read-only tmpfs over its
@@ -14,9 +16,12 @@ with an empty temporary directory as its working directory. It then:
    and keeps exactly the protections that worked (``protections()`` reports them; each later
    child must apply all of them or refuse to run), then runs the self-test once itself so
    lazy initialisation happens here and not in every child;
-4. answers requests from the parent until the request pipe closes: read one request, fork a
-   child (``_child.main``), wait for its result frame until the wall-clock deadline, SIGKILL
-   and reap it, classify, reply.
+4. answers requests from the parent until the request pipe closes: read one request header
+   (sizes and limits only), lay out the child's descriptors (``child_fds``), fork a child
+   (``_child.main``, which reads the code and table itself), read its result frame into a
+   buffer sized from the header until the wall-clock deadline, SIGKILL and reap it, read its
+   tags, decide the class, reply, and overwrite the buffer: when the next child is forked,
+   nothing of an earlier run is left in the worker's memory.
 
 Not covered: a worker that is itself stuck (the parent's grace deadline catches that) and
 systems without ``fork`` and ``/proc`` (Linux only).
