@@ -25,7 +25,7 @@ MODULES = ("_wire", "_kernel", "_seccomp", "policy", "_child", "zygote")  # depe
 # The worker's whole command line (``python -c BOOT OPTIONS``). It compiles the sandbox's modules
 # under ``<sandbox>/NAME.py`` names, so no frame or function a program can reach names a path of
 # this machine; the source folder arrives in the options, which ``hide_host_paths`` then drops.
-BOOT = """
+BOOT = """# sandbox worker: zygote.py (how ps and tests tell a worker from other processes)
 def _boot():
     import json, sys, types
     options = json.loads(sys.argv[1])
