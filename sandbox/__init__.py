@@ -13,6 +13,7 @@ JSON in the parent. See docs/sandbox.md for what is covered and what is not.
 from .pool import Sandbox, default_sandbox, protections, run_transform
 from .result import ERRORS, OutputLimits, RunResult
 from ._worker import WorkerError
+from .policy import ALLOWED_MODULES, allowed_modules
 
-__all__ = ["ERRORS", "OutputLimits", "RunResult", "Sandbox", "WorkerError", "default_sandbox",
-           "protections", "run_transform"]
+__all__ = ["ALLOWED_MODULES", "ERRORS", "OutputLimits", "RunResult", "Sandbox", "WorkerError",
+           "allowed_modules", "default_sandbox", "protections", "run_transform"]

@@ -1,21 +1,24 @@
 """What happens inside the short-lived child forked for one run: confine, run, report.
 
-``confine`` applies, in this order, each kernel protection the worker's plan enables: point
-stdin/stdout/stderr at /dev/null and close every other inherited descriptor except the result
-pipe (moved to fd 3); drop to an unprivileged uid/gid with no supplementary groups (which also
-makes the process non-dumpable); outside a PID namespace, ask for SIGKILL if the worker dies;
-resource limits (address space, CPU seconds, no new descriptors, and no new processes where
-the worker could not set that for it); the seccomp filter. The worker has already set what is
-the same for every run, and the child inherits it: the ``chroot`` into an empty read-only
-directory, no-new-privileges and ``STATIC_RLIMITS``. If a step the plan marks as required
-fails, the child ends with ``crash`` rather than run the program with less protection than the
-worker reported.
+``main`` first reads the run's request (code and table) from the request pipe itself, so the
+worker never holds it, and writes the tag ``R`` to fd 4. ``confine`` then applies, in this order,
+each kernel protection the worker's plan enables: close every inherited descriptor above 4 (the
+worker has already put a ``/dev/null`` of this run's own on 0-2, the result pipe on 3 and the tag
+pipe on 4); drop to an unprivileged uid/gid with no supplementary groups (which also makes the
+process non-dumpable); outside a PID namespace, ask for SIGKILL if the worker dies; resource
+limits (address space, CPU seconds, no new descriptors, and no new processes where the worker
+could not set that for it); the seccomp filter. The worker has already set what is the same for
+every run, and the child inherits it: the ``chroot`` into an empty read-only directory,
+no-new-privileges and ``STATIC_RLIMITS``. If a step the plan marks as required fails, the child
+ends with ``crash`` rather than run the program with less protection than the worker reported.
 
-``execute`` then parses the program, applies the courtesy AST check, runs its top level with
-guarded builtins, calls ``transform`` on a table decoded from JSON (a fresh object, so mutating
-it changes nothing outside the run), checks the result is exactly a list of lists of ``str``
+``execute`` then parses the program, applies the courtesy AST check, writes the tag ``S``, runs
+its top level with guarded builtins (in the module ``transform_program``, emptied first), calls
+``transform`` on a table decoded from JSON (a fresh object, so mutating it changes nothing
+outside the run), checks the result is exactly a list of lists of ``str``
 within the size limits, and serialises it. Exception messages are built without calling code
-the program wrote (``__str__`` of its own classes is never called).
+the program wrote (``__str__`` of its own classes is never called), and encoded so that a lone
+surrogate cannot make them invalid UTF-8.
 
 Not covered here: wall-clock limits and classification of deaths, which the worker does from
 outside (``zygote.py``), and the final strict check, which the parent does on the JSON it decodes.
@@ -28,6 +31,8 @@ import os
 import random
 import resource
 import signal
+import sys
+import types
 
 try:  # loaded as part of the package in tests, as top-level modules inside the worker
     from . import _kernel, _wire, policy
@@ -60,37 +65,55 @@ def set_rlimits(pairs) -> None:
             raise OSError(1, str(exc)) from None
 
 
-def confine(plan: dict, result_fd: int, report: dict | None = None) -> None:
-    """Apply the plan's per-run protections; record each step's success in ``report``."""
-    def step(name, fn):
-        try:
-            fn()
-            ok = True
-        except OSError as exc:
-            ok = False
-            if plan["required"].get(name):
-                raise Refused(f"{name}: {exc}") from None
-        if report is not None:
-            report[name] = ok
+def _failed(plan: dict, name: str, exc: OSError, done: dict) -> None:
+    if plan["required"].get(name):
+        raise Refused(f"{name}: {exc}") from None
+    done[name] = False
 
-    if result_fd != 3:
-        os.dup2(result_fd, 3)
-    os.dup2(0, 2)  # the worker's fd 0 is /dev/null, opened read-write
-    os.closerange(4, 1 << 16)
+
+def confine(plan: dict, report: dict | None = None) -> None:
+    """Apply the plan's per-run protections; record each step's success in ``report``.
+
+    The worker has already put this run's own ``/dev/null`` on 0-2, the result pipe on 3 and
+    the tag pipe on 4 (``zygote.child_fds``), so nothing here has to move a descriptor. Written
+    without helpers or closures: every object a child touches costs it a copy-on-write fault.
+    """
+    os.closerange(5, 1 << 16)  # the worker's pipes, the request pipe, its /dev and /proc handles
+    done: dict = {}
     if plan["uid"] is not None:  # also makes the process non-dumpable (kernel rule on setuid)
-        step("drop_uid", lambda: (os.setgroups([]), os.setresgid(*[plan["gid"]] * 3),
-                                  os.setresuid(*[plan["uid"]] * 3)))
+        try:
+            os.setgroups([])
+            os.setresgid(plan["gid"], plan["gid"], plan["gid"])
+            os.setresuid(plan["uid"], plan["uid"], plan["uid"])
+            done["drop_uid"] = True
+        except OSError as exc:
+            _failed(plan, "drop_uid", exc, done)
     if plan["death_signal"]:  # not needed inside a PID namespace: its pid 1 is the worker
-        step("parent_death_signal",
-             lambda: _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL))
+        try:
+            _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL)
+            done["parent_death_signal"] = True
+        except OSError as exc:
+            _failed(plan, "parent_death_signal", exc, done)
         if os.getppid() != plan["worker_pid"]:
             os._exit(111)  # the worker died before the death signal was armed
-    cpu = plan["cpu_s"]
-    step("rlimits", lambda: set_rlimits(((resource.RLIMIT_CPU, (cpu, cpu + 1)),  # XCPU, KILL
-                                         (resource.RLIMIT_AS, plan["as_bytes"]),
-                                         (resource.RLIMIT_NOFILE, 4)) + plan["child_rlimits"]))
+    try:
+        cpu = plan["cpu_s"]
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # XCPU, then KILL
+        resource.setrlimit(resource.RLIMIT_AS, (plan["as_bytes"], plan["as_bytes"]))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (5, 5))  # 0-4 are open: no new descriptor
+        if plan["child_rlimits"]:
+            set_rlimits(plan["child_rlimits"])
+        done["rlimits"] = True
+    except (OSError, ValueError) as exc:
+        _failed(plan, "rlimits", OSError(1, str(exc)), done)
     if plan["seccomp"] is not None:
-        step("seccomp", lambda: _kernel.install_seccomp(plan["seccomp"]))
+        try:
+            _kernel.install_seccomp(plan["seccomp"])
+            done["seccomp"] = True
+        except OSError as exc:
+            _failed(plan, "seccomp", exc, done)
+    if report is not None:
+        report.update(done)
 
 
 # ----------------------------------------------------------------------------- running
@@ -169,50 +192,81 @@ def check_output(out, limits: dict) -> tuple[bytes | None, str]:
     return data, ""
 
 
-def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True):
-    """Run one program; returns ``(error name or None, payload bytes)``."""
+_START, _READ = bytes([_wire.TAG_START]), bytes([_wire.TAG_READ])
+# The program's module, made once in the worker: ``dataclasses`` and ``typing`` look a class's
+# module up in ``sys.modules``. Each run empties it first (its own copy, in its own child).
+PROGRAM = types.ModuleType("transform_program")
+sys.modules["transform_program"] = PROGRAM
+
+
+def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True,
+            start_fd: int | None = None):
+    """Run one program; returns ``(error name or None, payload bytes)``.
+
+    With ``start_fd``, ``TAG_START`` is written there just before the program's first line runs.
+    """
     try:
         source = code.decode("utf-8")
         if ast_check and not policy.quick_pass(source):
             problem = policy.check(policy.parse(source, FILENAME))
             if problem:
-                return "forbidden", problem.encode()
+                return "forbidden", _msg(problem)
         compiled = compile(source, FILENAME, "exec")
     except SyntaxError as exc:  # and IndentationError, TabError
         where = f" (line {exc.lineno})" if exc.lineno else ""
-        return "syntax", _wire.cut(f"{type(exc).__name__}: {exc.msg}{where}").encode()
+        return "syntax", _msg(_wire.cut(f"{type(exc).__name__}: {exc.msg}{where}"))
     except (ValueError, RecursionError, MemoryError) as exc:  # bad bytes, nesting, size
-        return "syntax", _wire.cut(f"{type(exc).__name__}: {exc}").encode()
-    namespace = {"__builtins__": SAFE_BUILTINS, "__name__": "transform_program"}
+        return "syntax", _msg(_wire.cut(f"{type(exc).__name__}: {exc}"))
+    namespace = PROGRAM.__dict__
+    namespace.clear()
+    namespace["__builtins__"] = SAFE_BUILTINS
+    namespace["__name__"] = "transform_program"
+    if start_fd is not None:
+        os.write(start_fd, _START)
     try:
         exec(compiled, namespace)
         fn = namespace.get("transform")
         if fn is None:
             return "no_transform", b"the program defines no function named transform(table)"
         if not callable(fn):
-            return "no_transform", f"transform is {_tname(fn)}, not a function".encode()
+            return "no_transform", _msg(f"transform is {_tname(fn)}, not a function")
         out = fn(json.loads(table_json))
         data, why = check_output(out, limits)
     except MemoryError:
         return "memory", b"MemoryError: the program ran out of memory"
     except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are program errors
-        return "exception", describe(exc).encode()
-    return (None, data) if data is not None else ("bad_output", why.encode())
+        return "exception", _msg(describe(exc))
+    return (None, data) if data is not None else ("bad_output", _msg(why))
 
 
-def main(body: bytes, code_len: int, result_fd: int, plan: dict) -> None:
-    """The child's whole life: never returns."""
+def _msg(text: str) -> bytes:
+    """UTF-8 whatever the text holds (a lone surrogate in a message becomes ``\\udc80``)."""
+    return text.encode("utf-8", "backslashreplace")
+
+
+def main(req_fd: int, code_len: int, table_len: int, plan: dict) -> None:
+    """The child's whole life: read its own request, confine, run, report; never returns.
+
+    Descriptors as ``zygote.child_fds`` left them: the result frame goes to 3, the tags to 4.
+    """
     try:
-        confine(plan, result_fd)
+        body = os.read(req_fd, code_len + table_len)  # the worker never held the request
+        if len(body) < code_len + table_len:  # a long request arrives in pieces
+            rest = _wire.read_exact(req_fd, code_len + table_len - len(body))
+            if rest is None:
+                os._exit(112)  # the parent went away mid-request
+            body += rest
+        os.write(4, _READ)
+        confine(plan)
         random.seed(0)  # after fork ``random`` reseeds from urandom; runs should repeat exactly
         error, payload = execute(body[:code_len], body[code_len:], plan["limits"],
-                                 plan["ast_check"])
+                                 plan["ast_check"], start_fd=4)
     except Refused as exc:
-        error, payload = "crash", f"sandbox setup failed: {exc}".encode()
+        error, payload = "crash", _msg(f"sandbox setup failed: {exc}")
     except MemoryError:
         error, payload = "memory", b"MemoryError: the program ran out of memory"
     except BaseException as exc:  # noqa: BLE001 - must report, never raise
-        error, payload = "crash", f"sandbox child failed: {_tname(exc)}".encode()
+        error, payload = "crash", _msg(f"sandbox child failed: {_tname(exc)}")
     if error is None:
         frame = _wire.RESULT.pack(_wire.OK, 0, len(payload)) + payload
     else:

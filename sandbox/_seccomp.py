@@ -6,8 +6,9 @@ exit) and answers everything else with ``EPERM`` (``EACCES`` for opening files),
 that reaches a denied call gets an ordinary ``OSError`` instead of a dead process. In
 particular it denies: opening files, sockets, ``fork``/``clone`` (no processes, no threads),
 ``execve``, ``kill`` and friends, ``ptrace``, ``setsid``/``setpgid``, mounts, namespaces,
-``prctl``, ``bpf``, ``io_uring`` and the x32 ABI; ``mmap``/``mprotect`` may not ask for
-executable memory. The architecture is checked first, and a foreign one kills the process.
+``prctl``, ``bpf``, ``io_uring``, ``ioctl``, ``flock`` and the x32 ABI; ``mmap``/``mprotect``
+may not ask for executable memory, and ``fcntl`` is limited to commands that change nothing
+shared (``FCNTL_ALLOWED``: no locks, no changes to an open file description). The architecture is checked first, and a foreign one kills the process.
 
 Not covered: other architectures (``build()`` returns ``None``, and the sandbox reports
 seccomp as missing). Loaded both as ``sandbox._seccomp`` and as a top-level module inside the
@@ -47,7 +48,7 @@ X86_64_ALLOW = {
     "read": 0, "write": 1, "close": 3, "fstat": 5, "poll": 7, "lseek": 8, "munmap": 11,
     "brk": 12, "rt_sigaction": 13, "rt_sigprocmask": 14, "rt_sigreturn": 15, "readv": 19,
     "writev": 20, "select": 23, "sched_yield": 24, "mremap": 25, "madvise": 28,
-    "nanosleep": 35, "getpid": 39, "exit": 60, "fcntl": 72, "gettimeofday": 96,
+    "nanosleep": 35, "getpid": 39, "exit": 60, "gettimeofday": 96,
     "getrusage": 98, "times": 100, "getuid": 102, "getgid": 104, "geteuid": 107,
     "getegid": 108, "getppid": 110, "sigaltstack": 131, "gettid": 186, "time": 201,
     "futex": 202, "sched_getaffinity": 204, "restart_syscall": 219, "clock_gettime": 228,
@@ -56,6 +57,17 @@ X86_64_ALLOW = {
 }
 X86_64_NO_EXEC = {"mmap": 9, "mprotect": 10}  # allowed unless PROT_EXEC is asked for
 X86_64_OPEN = {"open": 2, "creat": 85, "openat": 257, "openat2": 437}  # -> EACCES
+X86_64_FCNTL = 72  # allowed only for the commands below
+
+# fcntl commands that change nothing another process can see: they read, or they change this
+# process's own descriptor table (FD_CLOEXEC, duplicates, which RLIMIT_NOFILE already caps).
+# Everything that changes an open file description, shared with the worker and every other
+# child (F_SETFL, F_SETOWN, F_SETSIG, F_SETLEASE, F_NOTIFY, F_SETPIPE_SZ, seals, hints) or takes
+# a lock (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW) is EPERM.
+FCNTL_ALLOWED = {"F_DUPFD": 0, "F_GETFD": 1, "F_SETFD": 2, "F_GETFL": 3, "F_GETLK": 5,
+                 "F_GETOWN": 9, "F_GETSIG": 11, "F_GETOWN_EX": 16, "F_OFD_GETLK": 36,
+                 "F_GETLEASE": 1025, "F_DUPFD_CLOEXEC": 1030, "F_GETPIPE_SZ": 1032,
+                 "F_GET_SEALS": 1034}
 
 
 class SockFilter(ctypes.Structure):
@@ -81,10 +93,16 @@ def instructions() -> list[tuple[int, int, int, int]] | None:
         prog.append([JEQ_K, "eacces", 0, nr])
     for nr in sorted(X86_64_NO_EXEC.values()):
         prog.append([JEQ_K, "noexec", 0, nr])
+    prog.append([JEQ_K, "fcntl", 0, X86_64_FCNTL])
     labels = {"deny": len(prog)}  # the default: every syscall not matched above
     prog.append([RET_K, 0, 0, deny])
-    labels["noexec"] = len(prog)  # BPF jumps only forward, so this block sits mid-program
+    labels["noexec"] = len(prog)  # BPF jumps only forward, so these blocks sit mid-program
     prog += [[LD_ABS_W, 0, 0, _arg_lo(2)], [JSET_K, 0, "allow", PROT_EXEC], [RET_K, 0, 0, deny]]
+    labels["fcntl"] = len(prog)  # the command is an unsigned int: its low word is all of it
+    prog.append([LD_ABS_W, 0, 0, _arg_lo(1)])
+    for cmd in sorted(FCNTL_ALLOWED.values()):
+        prog.append([JEQ_K, "allow", 0, cmd])
+    prog.append([RET_K, 0, 0, deny])
     for name, ret in (("allow", RET_ALLOW), ("kill", RET_KILL_PROCESS),
                       ("eacces", RET_ERRNO | errno.EACCES)):
         labels[name] = len(prog)

@@ -1,11 +1,18 @@
 """Byte formats between the parent, the worker process and the per-run child.
 
-Three frames, all little-endian and length-prefixed, so no side ever has to guess where a
-message ends and a reader can refuse an oversized one before reading it:
+Three frames (and two tags), all little-endian and length-prefixed, so no side ever has to guess
+where a message ends and a reader can refuse an oversized one before reading it:
 
 - request, parent -> worker: ``REQUEST`` header (timeout in ms, memory in MiB, code length,
   table length) followed by the UTF-8 code and the table as compact JSON;
-- result, child -> worker: ``RESULT`` header (kind, error code, payload length) + payload;
+- result, child -> worker, on the child's fd 3: a ``RESULT`` header (kind, error code, payload
+  length) + payload;
+- tags, child -> worker, one byte each on the child's fd 4, read by the worker only once the
+  child is reaped: ``TAG_READ`` once the child has read its whole request (the worker never
+  holds a request: the child reads it from the request pipe after the fork), ``TAG_START`` just
+  before the first line of the program runs. They let the worker, not the program, decide the
+  class: only ``PRE_START`` classes count before ``TAG_START``, only ``PROGRAM`` classes after
+  it (a program can write to its pipes, but cannot unwrite a tag);
 - reply, worker -> parent: ``REPLY`` header (kind, error code, child wall time in us, child CPU
   time in us, payload length) + payload. The first reply of a worker is its ready message,
   whose payload is the JSON protection report.
@@ -24,6 +31,14 @@ ERRORS = ("syntax", "forbidden", "no_transform", "timeout", "memory", "exception
 CODE = {name: i for i, name in enumerate(ERRORS)}
 
 OK, ERR, READY = 0, 1, 2
+TAG_READ, TAG_START = 0x52, 0x53  # never a valid ``kind``, so a tag and a header cannot be mixed up
+
+# Who may name which class: the harness before the program starts (a refused or unparsable
+# program, a compile that ran out of memory, a protection that could not be applied), the
+# program's own run after it (through the harness or by writing to the pipe itself), and only
+# the worker (from the child's wait status and the clock) for deaths and deadlines.
+PRE_START = frozenset({"syntax", "forbidden", "memory", "crash"})
+PROGRAM = frozenset({"no_transform", "exception", "memory", "bad_output"})
 
 REQUEST = struct.Struct("<IIII")
 RESULT = struct.Struct("<BBI")
@@ -44,10 +59,30 @@ def read_exact(fd: int, n: int) -> bytes | None:
     return b"".join(parts)
 
 
-def write_all(fd: int, data: bytes) -> None:
+def read_into(fd: int, buf) -> bool:
+    """Fill ``buf`` (a bytearray or memoryview) from a blocking fd; ``False`` on end of file.
+
+    Reads straight into ``buf``: no intermediate ``bytes`` object is left behind in freed memory.
+    """
+    view, got = memoryview(buf), 0
+    while got < len(view):
+        n = os.readv(fd, [view[got:]])
+        if not n:
+            return False
+        got += n
+    return True
+
+
+def write_all(fd: int, data) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def wipe(buf) -> None:
+    """Overwrite a bytearray in place before it is freed (freed memory keeps its content)."""
+    if len(buf):
+        memoryview(buf)[:] = bytes(len(buf))
 
 
 def cut(message: str, limit: int = 300) -> str:

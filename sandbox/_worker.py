@@ -19,7 +19,28 @@ import time
 
 from . import _wire
 
-ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
+SOURCE_DIR = os.path.dirname(os.path.abspath(__file__))
+MODULES = ("_wire", "_kernel", "_seccomp", "policy", "_child", "zygote")  # dependency order
+
+# The worker's whole command line (``python -c BOOT OPTIONS``). It compiles the sandbox's modules
+# under ``<sandbox>/NAME.py`` names, so no frame or function a program can reach names a path of
+# this machine; the source folder arrives in the options, which ``hide_host_paths`` then drops.
+BOOT = """# sandbox worker: zygote.py (how ps and tests tell a worker from other processes)
+def _boot():
+    import json, sys, types
+    options = json.loads(sys.argv[1])
+    folder = options.pop("source_dir")
+    for name in options.pop("modules"):
+        with open(folder + "/" + name + ".py", "rb") as fh:
+            code = compile(fh.read(), "<sandbox>/" + name + ".py", "exec", dont_inherit=True)
+        module = types.ModuleType(name)
+        sys.modules[name] = module
+        exec(code, module.__dict__)
+    return sys.modules["zygote"].main, options
+_main, _options = _boot()
+del _boot
+_main(_options)
+"""
 
 
 class WorkerError(RuntimeError):
@@ -28,7 +49,10 @@ class WorkerError(RuntimeError):
 
 class Worker:
     def __init__(self, options: dict, cwd: str):
-        self.options = json.dumps(options)
+        self.options = json.dumps(dict(options, source_dir=SOURCE_DIR, modules=MODULES))
+        # A reply is never bigger than an output at its limit (or the ready report): a worker
+        # that claims more is broken, and the parent buffers nothing more of it.
+        self.max_reply = options["limits"]["max_bytes"] + (1 << 16)
         self.cwd = cwd
         self.proc: subprocess.Popen | None = None
         self.buf = bytearray()
@@ -47,7 +71,7 @@ class Worker:
             # and dict order, and so outputs, the same from one worker (and run) to the next.
             # LD_BIND_NOW: resolve every symbol once here, not lazily in each run's child
             # (a lazy binding writes the GOT: a copy-on-write fault per page per child).
-            [sys.executable, "-s", "-S", "-B", ZYGOTE, self.options],
+            [sys.executable, "-s", "-S", "-B", "-c", BOOT, self.options],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=self.cwd,
             env={"LD_BIND_NOW": "1", "PYTHONHASHSEED": "0"},
             close_fds=True, start_new_session=True, bufsize=0)
@@ -85,7 +109,8 @@ class Worker:
     def feed(self):
         """Read what is available; a complete ``(kind, code, wall_us, cpu_us, payload)`` or None.
 
-        Raises ``EOFError`` when the worker has closed its end (it died).
+        Raises ``EOFError`` when the worker has closed its end (it died) or announces a reply
+        bigger than any it can legitimately send.
         """
         while True:
             try:
@@ -99,6 +124,8 @@ class Worker:
         if len(self.buf) < size:
             return None
         kind, code, wall_us, cpu_us, n = _wire.REPLY.unpack_from(self.buf)
+        if n > self.max_reply:
+            raise EOFError
         if len(self.buf) < size + n:
             return None
         payload = bytes(self.buf[size:size + n])

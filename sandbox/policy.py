@@ -19,19 +19,37 @@ from __future__ import annotations
 import _ast
 import re
 
-# Harmless standard modules, pre-imported in the worker so a program can use them without
-# touching the file system. The extra private ones are what these import lazily at call time
-# (``datetime.strptime`` needs ``_strptime``).
+# The standard-library modules a program may import: everything useful for turning one table
+# into another that the kernel layers make harmless, pre-imported in the worker (a run has no file
+# system to import from). ``tracegen.prompts`` states this list to the model. ``os`` and ``sys``
+# are here because models use ``os.path`` and print debug lines to ``sys.stderr``; what they could
+# reach beyond that (files, processes, signals) the kernel refuses. Left out: modules that give a
+# program nothing but trouble here (``subprocess``, ``socket``, ``ctypes``, ``threading``,
+# ``multiprocessing``, ``asyncio``, ``signal``, ``shutil``, ``tempfile``, ``pathlib``, ``glob``,
+# ``importlib``, ``pickle``, ``gc``, ``inspect``, ``zoneinfo`` and the like: each fails or
+# breaks something at run time) and heavy ones no table transformation needs.
 ALLOWED_MODULES = frozenset({
-    "re", "math", "itertools", "collections", "string", "json", "datetime", "functools",
-    "operator", "statistics", "copy", "unicodedata", "typing", "heapq", "bisect",
-    "textwrap", "decimal", "fractions", "random", "calendar", "enum", "time", "csv", "io",
-    "numbers", "array",
-})  # not dataclasses or difflib: they pull in inspect and friends, and every page the
-#    worker holds is copied into each run's page tables
-PRELOAD = tuple(sorted(ALLOWED_MODULES)) + ("_strptime", "collections.abc", "json.decoder",
-                                            "encodings.idna", "encodings.latin_1",
-                                            "encodings.cp1252", "encodings.utf_16")
+    "abc", "array", "base64", "binascii", "bisect", "calendar", "cmath", "codecs",
+    "collections", "colorsys", "contextlib", "copy", "csv", "dataclasses", "datetime",
+    "decimal", "difflib", "enum", "fnmatch", "fractions", "functools", "graphlib", "heapq",
+    "html", "io", "ipaddress", "itertools", "json", "keyword", "math", "numbers", "operator",
+    "os", "pprint", "random", "re", "shlex", "statistics", "string", "struct", "sys",
+    "textwrap", "time", "types", "typing", "unicodedata", "urllib.parse", "zlib",
+})
+# What is imported in the worker: the allowed modules, the submodules a program names
+# (``urllib.parse``, ``os.path``, ``collections.abc``) and what allowed modules import lazily at
+# call time (``datetime.strptime`` needs ``_strptime``; codecs by name).
+PRELOAD = tuple(sorted(ALLOWED_MODULES)) + (
+    "_strptime", "collections.abc", "json.decoder", "json.encoder", "os.path",
+    "html.entities", "html.parser", "encodings.idna", "encodings.latin_1", "encodings.cp1252",
+    "encodings.utf_16", "encodings.utf_32", "encodings.ascii", "encodings.unicode_escape",
+    "encodings.raw_unicode_escape", "encodings.base64_codec", "encodings.hex_codec")
+
+
+def allowed_modules() -> list[str]:
+    """The importable modules, sorted: what the write prompt states (one list, two uses)."""
+    return sorted(ALLOWED_MODULES)
+
 
 FORBIDDEN_NAMES = frozenset({
     "open", "exec", "eval", "compile", "__import__", "input", "breakpoint", "globals",
@@ -100,12 +118,12 @@ def check(tree) -> str | None:
         line = getattr(node, "lineno", "?")
         if isinstance(node, _ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] not in ALLOWED_MODULES:
+                if not _allowed(alias.name):
                     return _import_message(alias.name, line)
         elif isinstance(node, _ast.ImportFrom):
             if node.level or not node.module:
                 return f"relative imports are not allowed (line {line})"
-            if node.module.split(".")[0] not in ALLOWED_MODULES:
+            if not _allowed(node.module):
                 return _import_message(node.module, line)
         elif isinstance(node, _ast.Name) and node.id in FORBIDDEN_NAMES:
             return f"use of '{node.id}' is not allowed (line {line}); {_HINT}"
@@ -114,6 +132,12 @@ def check(tree) -> str | None:
     return None
 
 
+def _allowed(name: str) -> bool:
+    """``json``, ``json.decoder``, ``urllib.parse``; not ``urllib`` or ``urllib.request``."""
+    return name in ALLOWED_MODULES or name.split(".")[0] in ALLOWED_MODULES
+
+
 def _import_message(name: str, line) -> str:
-    allowed = ", ".join(sorted(ALLOWED_MODULES))
-    return f"import of '{name}' is not allowed (line {line}); allowed modules: {allowed}"
+    # The whole list would be cut from a one-line message; the write prompt states it in full.
+    return (f"import of '{name}' is not allowed (line {line}); use only the standard modules "
+            "listed in the task")

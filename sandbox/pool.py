@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import select
 import shutil
 import tempfile
@@ -23,14 +24,56 @@ import threading
 import time
 import weakref
 from collections import deque
+from pathlib import Path
 
 from . import _wire
 from ._worker import Worker, WorkerError
-from .result import OutputLimits, RunResult, decode_output
+from .result import OutputLimits, RunResult, decode_message, decode_output
 
 GRACE_S = 2.0
 MAX_CODE_CHARS = 100_000
 MIN_MEMORY_MB = 16
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (/proc), ``None`` if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+_OWNED = re.compile(r"sandbox-(\d+)-(\d+)-")
+
+
+def _folder_prefix() -> str:
+    """``sandbox-PID-START-``: who made the folder, so a later start can tell it is stale."""
+    return f"sandbox-{os.getpid()}-{_start_time(os.getpid()) or 0}-"
+
+
+def _stale_folders(tmpdir: str) -> list[Path]:
+    """Sandbox folders in ``tmpdir`` whose owner process is gone (a parent killed by SIGKILL).
+
+    Only folders named by ``_folder_prefix`` and owned by this user count; a pid that now
+    belongs to a process with another start time is gone too. Anything else is left alone.
+    """
+    stale = []
+    try:
+        entries = list(os.scandir(tmpdir))
+    except OSError:
+        return []
+    for entry in entries:
+        m = _OWNED.match(entry.name)
+        try:
+            if not m or not entry.is_dir(follow_symlinks=False) or \
+                    entry.stat(follow_symlinks=False).st_uid != os.geteuid():
+                continue
+        except OSError:
+            continue
+        if _start_time(int(m.group(1))) != int(m.group(2)):
+            stale.append(Path(entry.path))
+    return stale
 
 
 def _cleanup(workers: list, tmp: str, owner: int) -> None:
@@ -56,7 +99,9 @@ class Sandbox:
         self.start_timeout_s = start_timeout_s
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        self._tmp = tempfile.mkdtemp(prefix="sandbox-")
+        for path in _stale_folders(tempfile.gettempdir()):
+            shutil.rmtree(path, ignore_errors=True)
+        self._tmp = tempfile.mkdtemp(prefix=_folder_prefix())
         options = {"limits": limits.as_dict(), "ast_check": ast_check}
         self._workers = [Worker(options, self._tmp) for _ in range(workers)]
         self.restarts = 0  # workers replaced after dying or stalling
@@ -230,8 +275,11 @@ class Sandbox:
                 return RunResult(True, table, None, "", wall_ms, cpu_us / 1000)
             return RunResult(False, None, "bad_output", why, wall_ms, cpu_us / 1000)
         error = _wire.ERRORS[code] if code < len(_wire.ERRORS) else "crash"
-        message = _wire.cut(payload.decode("utf-8", "replace"))
-        return RunResult(False, None, error, message, wall_ms, cpu_us / 1000)
+        message = decode_message(payload)
+        if message is None:  # only a program writing its own frame gets here
+            return RunResult(False, None, "bad_output", "the program's error message is not "
+                             "valid UTF-8", wall_ms, cpu_us / 1000)
+        return RunResult(False, None, error, _wire.cut(message), wall_ms, cpu_us / 1000)
 
 
 def _failure(error: str, message: str, start: float | None = None) -> RunResult:

@@ -2,8 +2,10 @@
 
 ``RunResult.output`` is always built here, in the parent, by ``json.loads`` of the bytes the
 child sent: a fresh ``list`` of ``list`` of ``str`` that no program code ever touched. The check
-refuses anything else (numbers, ``null``, objects, ``NaN``/``Infinity``, invalid UTF-8, rows that
-are not lists) and enforces ``OutputLimits``. Not covered: whether the output is *right*; grading
+refuses anything else (numbers, ``null``, objects, ``NaN``/``Infinity``, invalid UTF-8, lone
+surrogates written as ``\\udXXX`` escapes, rows that are not lists) and enforces ``OutputLimits``,
+checking the size before decoding anything. So every string in a result, output or message, is
+valid UTF-8 and can be written to a trace file. Not covered: whether the output is *right*; grading
 is the caller's business.
 """
 from __future__ import annotations
@@ -16,7 +18,7 @@ try:
 except ImportError:  # pragma: no cover - never loaded outside the package
     from _wire import ERRORS
 
-__all__ = ["ERRORS", "OutputLimits", "RunResult", "decode_output"]
+__all__ = ["ERRORS", "OutputLimits", "RunResult", "decode_message", "decode_output"]
 
 
 @dataclass(frozen=True)
@@ -58,14 +60,32 @@ def _no_constants(name: str):
     raise ValueError(f"{name} is not a string")
 
 
+def _encodable(table) -> bool:
+    try:
+        json.dumps(table, ensure_ascii=False).encode("utf-8")
+        return True
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        return False
+
+
+def decode_message(payload: bytes) -> str | None:
+    """An error message as text, or ``None`` when the bytes are not valid UTF-8."""
+    try:
+        return payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def decode_output(payload: bytes, limits: OutputLimits) -> tuple[list[list[str]] | None, str]:
     """Decode and check the child's JSON; returns ``(table, "")`` or ``(None, why)``."""
-    if len(payload) > limits.max_bytes:
+    if len(payload) > limits.max_bytes:  # before any decoding: the cost stays bounded
         return None, f"output is more than {limits.max_bytes} bytes of JSON"
     try:
         table = json.loads(payload.decode("utf-8"), parse_constant=_no_constants)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return None, f"output is not valid JSON: {str(exc)[:120]}"
+    if b"\\u" in payload and not _encodable(table):  # "\udc80" escapes decode to lone surrogates
+        return None, "output contains a lone surrogate (not valid UTF-8)"
     if type(table) is not list:
         return None, f"output is {_JSON_NAMES[type(table)]}, expected a list of rows"
     if len(table) > limits.max_rows:

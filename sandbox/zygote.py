@@ -1,10 +1,12 @@
 """The pre-warmed worker process: one per sandbox slot, forking one child per run.
 
-Started by the parent as ``python -s -S -B zygote.py OPTIONS_JSON`` with an environment of its
-own (``LD_BIND_NOW`` and a fixed ``PYTHONHASHSEED``, both removed once read), in a new session,
-with an empty temporary directory as its working directory. It then:
+Started by the parent as ``python -s -S -B -c BOOT OPTIONS_JSON`` (``_worker.BOOT`` compiles this
+module and its siblings under ``<sandbox>/`` names) with an environment of its own
+(``LD_BIND_NOW`` and a fixed ``PYTHONHASHSEED``, both removed once read), in a new session, with
+an empty temporary directory as its working directory. It then:
 
-1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never needs the file system;
+1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never needs the file system,
+   and removes every host path from ``sys`` and the modules (``hide_host_paths``);
 2. enters new mount, network, IPC, UTS and PID namespaces where the kernel permits (PID: the
    process forks once, and the copy, pid 1 of the new namespace, serves; when it dies the
    kernel kills every process left in the namespace), mounts an empty read-only tmpfs over its
@@ -14,9 +16,12 @@ with an empty temporary directory as its working directory. It then:
    and keeps exactly the protections that worked (``protections()`` reports them; each later
    child must apply all of them or refuse to run), then runs the self-test once itself so
    lazy initialisation happens here and not in every child;
-4. answers requests from the parent until the request pipe closes: read one request, fork a
-   child (``_child.main``), wait for its result frame until the wall-clock deadline, SIGKILL
-   and reap it, classify, reply.
+4. answers requests from the parent until the request pipe closes: read one request header
+   (sizes and limits only), lay out the child's descriptors (``child_fds``), fork a child
+   (``_child.main``, which reads the code and table itself), read its result frame into a
+   buffer sized from the header until the wall-clock deadline, SIGKILL and reap it, read its
+   tags, decide the class, reply, and overwrite the buffer: when the next child is forked,
+   nothing of an earlier run is left in the worker's memory.
 
 Not covered: a worker that is itself stuck (the parent's grace deadline catches that) and
 systems without ``fork`` and ``/proc`` (Linux only).
@@ -34,8 +39,6 @@ import signal
 import sys
 import time
 
-if __name__ == "__main__":  # run as a script: the sibling modules become top-level modules
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 try:
     from . import _child, _kernel, _seccomp, _wire, policy
 except ImportError:
@@ -117,24 +120,24 @@ def _vm_status(status_fd: int) -> tuple[int, int]:
 
 def probe(plan: dict) -> tuple[dict, str]:
     """Fork a child that applies every protection and runs the self-test program."""
-    r, w = os.pipe()
+    r, tr = child_fds(plan)
     pid = os.fork()
     if pid == 0:
         try:
-            os.close(r)
             report: dict = {}
-            _child.confine(dict(plan, required={}), w, report)
+            _child.confine(dict(plan, required={}), report)
             error, payload = _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS)
             report["self_test"] = error or ""
             report["self_test_message"] = "" if error is None else payload.decode()
             _wire.write_all(3, json.dumps(report).encode())
         finally:
             os._exit(0)
-    os.close(w)
+    os.closerange(3, 5)
     chunks = []
     while chunk := os.read(r, 65536):
         chunks.append(chunk)
     os.close(r)
+    os.close(tr)
     os.waitpid(pid, 0)
     try:
         report = json.loads(b"".join(chunks))
@@ -170,7 +173,7 @@ def confine_worker(report: dict) -> list:
     return per_child
 
 
-def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int) -> dict:
+def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_fd: int) -> dict:
     root = os.geteuid() == 0
     fprog = _seccomp.build()
     plan = {"uid": NOBODY if root else None,
@@ -179,7 +182,7 @@ def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int) -> di
             "child_rlimits": tuple(confine_worker(report)),
             "seccomp": None if fprog is None else _seccomp.ctypes.addressof(fprog),
             "required": {}, "cpu_s": 10, "as_bytes": _vm_status(status_fd)[0] + 1024 * MIB,
-            "_fprog": fprog}
+            "dev_fd": dev_fd, "_fprog": fprog}
     steps, failure = probe(plan)
     if failure and plan["seccomp"] is not None:  # the filter must never break real programs
         plan["seccomp"] = None
@@ -204,7 +207,8 @@ def warm_up(plan: dict) -> None:
     """Run the self-test once here, so lazy set-up (ctypes call paths, regex and encoder
     caches) happens once in the worker instead of in every child."""
     _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS, plan["ast_check"])
-    _child.execute(b"import os\n", b"[]", SELF_TEST_LIMITS, True)  # the slow check path
+    _child.execute(b"import socket\n", b"[]", SELF_TEST_LIMITS, True)  # the slow check path
+    _child.PROGRAM.__dict__.clear()
     resource.getrlimit(resource.RLIMIT_AS)
     try:
         _kernel.prctl(_kernel.PR_SET_DUMPABLE, 1)  # a no-op: warms the ctypes call path
@@ -214,13 +218,46 @@ def warm_up(plan: dict) -> None:
 
 # ----------------------------------------------------------------------------- serving
 
+def child_fds(plan: dict) -> tuple[int, int]:
+    """Lay out the next child's descriptors in the worker, before the fork (where it costs no
+    copy-on-write fault): a ``/dev/null`` of its own on 0-2, the write ends of a fresh result
+    pipe on 3 and tag pipe on 4. Returns the read ends (5 and up; the child closes them).
+
+    A ``/dev/null`` of its own: kernel state kept on an open file description (``F_SETSIG``,
+    ``O_NONBLOCK``, OFD locks) then ends with the run instead of reaching the next one or the
+    host (the worker drops the last run's here, once that child is long gone). The chroot hides
+    /dev, so it is opened through the worker's handle on it.
+    """
+    os.close(0)
+    null = os.open("null", os.O_RDWR, dir_fd=plan["dev_fd"])  # the lowest free: 0
+    for fd in (0, 1, 2):
+        if fd != null:
+            os.dup2(null, fd)
+    r, w = os.pipe()
+    tr, tw = os.pipe()  # tags: read once the child is gone, so they cost the worker no wake-up
+    if (null, r, w, tr, tw) == (0, 3, 4, 5, 6):  # always, as 3 and up are free between runs
+        r = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 100)
+        os.dup2(4, 3)
+        os.dup2(6, 4)
+        os.close(6)
+        return r, tr
+    ends = fcntl.fcntl(r, fcntl.F_DUPFD_CLOEXEC, 100), fcntl.fcntl(tr, fcntl.F_DUPFD_CLOEXEC, 100)
+    os.dup2(w, 3)
+    os.dup2(tw, 4)
+    for fd in {null, r, w, tr, tw} - {0, 1, 2, 3, 4}:
+        os.close(fd)
+    return ends
+
+
 def collect(r: int, pid: int, deadline: float, max_payload: int):
     """Read the child's result frame, then end and reap the child.
 
-    Returns ``(frame or None, outcome, wait status, rusage)``.
+    Reads straight into buffers sized from the header (no intermediate ``bytes`` to linger in
+    freed memory). Returns ``(kind, code, payload bytearray or None, outcome, status, rusage)``.
     """
-    buf = bytearray()
-    need = _wire.RESULT.size
+    head = bytearray(_wire.RESULT.size)
+    view, got, payload = memoryview(head), 0, None
+    kind = code = None
     poller = select.poll()
     poller.register(r, select.POLLIN)
     outcome = "eof"
@@ -231,65 +268,117 @@ def collect(r: int, pid: int, deadline: float, max_payload: int):
             break
         if not poller.poll(left * 1000 + 1):
             continue
-        chunk = os.read(r, max(65536, need - len(buf)))
-        if not chunk:
+        n = os.readv(r, [view[got:]])
+        if not n:
             break
-        buf += chunk
-        if len(buf) >= _wire.RESULT.size and need == _wire.RESULT.size:
-            need += _wire.RESULT.unpack_from(buf)[2]
-            if need - _wire.RESULT.size > max_payload:
-                outcome = "too_big"
-                break
-        if len(buf) >= need:
+        got += n
+        if got < len(view):
+            continue
+        if payload is not None:
             outcome = "done"
             break
-    frame = bytes(buf[:need]) if outcome == "done" else None
+        kind, code, size = _wire.RESULT.unpack_from(head)
+        if kind not in (_wire.OK, _wire.ERR) or (kind == _wire.ERR and code >= len(_wire.ERRORS)):
+            outcome = "malformed"
+            break
+        if size > max_payload:
+            outcome = "too_big"
+            break
+        payload = bytearray(size)
+        view, got = memoryview(payload), 0
+        if not size:
+            outcome = "done"
+            break
+    del view
+    if outcome != "done" and payload is not None:
+        _wire.wipe(payload)
+        payload = None
     if outcome == "eof":  # the child closed its pipe: give it until the deadline to exit
         while time.monotonic() < deadline:
             reaped, status, usage = os.wait4(pid, os.WNOHANG)
             if reaped:
-                return frame, "exited", status, usage
+                return kind, code, payload, "exited", status, usage
             time.sleep(0.0005)
         outcome = "timeout"
     os.kill(pid, signal.SIGKILL)  # done or not, the child ends now
     _, status, usage = os.wait4(pid, 0)
-    return frame, outcome, status, usage
+    return kind, code, payload, outcome, status, usage
 
 
-def run_one(body: bytes, code_len: int, timeout_s: float, memory_mb: int, plan: dict) -> bytes:
+def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory_mb: int,
+            resp_fd: int, plan: dict) -> bool:
+    """Fork a child for one request (it reads the request itself), classify, reply.
+
+    Returns ``False`` when the request pipe may hold unread bytes of this request (the child
+    died before reading it all): the worker must then stop, and the parent starts a new one.
+    """
     base_vm, base_rss = plan["base"]
     # Updated in place (the child gets its own copy through fork). The memory limit is a
     # budget on top of what the worker already maps; RLIMIT_CPU is only the backstop behind
     # the wall-clock deadline, should this worker itself stop.
     plan["cpu_s"] = max(1, math.ceil(timeout_s + 0.5))
     plan["as_bytes"] = base_vm + memory_mb * MIB
-    r, w = os.pipe()
+    r, tr = child_fds(plan)
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
         try:
-            os.close(r)
-            _child.main(body, code_len, w, plan)
+            _child.main(req_fd, code_len, table_len, plan)
         finally:
             os._exit(1)
-    os.close(w)
-    frame, outcome, status, usage = collect(r, pid, start + timeout_s,
-                                            plan["limits"]["max_bytes"] + 64)
+    # As little as possible runs here while the child lives: every page the worker writes now
+    # is copied (it is still shared with the child).
+    os.closerange(3, 5)
+    kind, code, payload, outcome, status, usage = collect(
+        r, pid, start + timeout_s, plan["limits"]["max_bytes"] + 64)
     os.close(r)
+    tags = os.read(tr, 2)  # the child is reaped: all there is, or end of file
+    os.close(tr)
+    stage = (0 if tags[:1] != _TAG_READ else 2 if tags == _TAG_READ + _TAG_START else 1)
     wall_us = int((time.monotonic() - start) * 1e6)
     cpu_us = int((usage.ru_utime + usage.ru_stime) * 1e6)
-    if frame is not None:
-        kind, code, _ = _wire.RESULT.unpack_from(frame)
-        payload = frame[_wire.RESULT.size:]
-        if kind == _wire.OK:
-            return _wire.REPLY.pack(_wire.OK, 0, wall_us, cpu_us, len(payload)) + payload
-        if kind != _wire.ERR or code >= len(_wire.ERRORS):
-            code, payload = _wire.CODE["crash"], b"the program wrote a malformed result"
-        payload = payload[:_wire.MAX_MESSAGE_BYTES]
-        return _wire.REPLY.pack(_wire.ERR, code, wall_us, cpu_us, len(payload)) + payload
-    error, message = classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss)
-    payload = message.encode()
-    return _wire.REPLY.pack(_wire.ERR, _wire.CODE[error], wall_us, cpu_us, len(payload)) + payload
+    try:
+        if stage == 0:  # it may have read part of the request: the pipe is out of step
+            os.close(req_fd)  # the parent's next write fails at once and it restarts us
+            error, message = "crash", "the sandbox child could not read its request"
+        elif outcome == "done":
+            if kind == _wire.OK and stage == 2:
+                _reply(resp_fd, _wire.OK, 0, wall_us, cpu_us, payload)
+                return True
+            allowed = _wire.PROGRAM if stage == 2 else _wire.PRE_START
+            if kind == _wire.ERR and _wire.ERRORS[code] in allowed:
+                _reply(resp_fd, _wire.ERR, code, wall_us, cpu_us,
+                       memoryview(payload)[:_wire.MAX_MESSAGE_BYTES])
+                return True
+            error, message = _forged(stage)
+        elif outcome == "malformed" or (outcome == "too_big" and stage < 2):
+            error, message = _forged(stage)
+        else:
+            error, message = classify(outcome, status, usage, timeout_s, memory_mb, plan,
+                                      base_rss)
+        _reply(resp_fd, _wire.ERR, _wire.CODE[error], wall_us, cpu_us, message.encode())
+        return stage != 0
+    finally:
+        if payload is not None:
+            _wire.wipe(payload)
+
+
+_TAG_READ, _TAG_START = bytes([_wire.TAG_READ]), bytes([_wire.TAG_START])
+
+
+def _forged(stage: int) -> tuple[str, str]:
+    if stage == 2:  # only the program can have written this
+        return "bad_output", "the program wrote its own bytes to the sandbox's result pipe"
+    return "crash", "the sandbox child wrote a malformed result"
+
+
+def _reply(fd: int, kind: int, code: int, wall_us: int, cpu_us: int, payload) -> None:
+    header = _wire.REPLY.pack(kind, code, wall_us, cpu_us, len(payload))
+    n = os.writev(fd, [header, payload])  # one system call for the usual small reply
+    if n < len(header):
+        _wire.write_all(fd, header[n:])
+        n = len(header)
+    _wire.write_all(fd, memoryview(payload)[n - len(header):])
 
 
 def classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss) -> tuple[str, str]:
@@ -314,16 +403,11 @@ def classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss) -> tu
 
 
 def serve(req_fd: int, resp_fd: int, plan: dict) -> None:
-    while True:
-        header = _wire.read_exact(req_fd, _wire.REQUEST.size)
-        if header is None:
-            return
+    header = bytearray(_wire.REQUEST.size)  # sizes and limits only: the child reads the rest
+    while _wire.read_into(req_fd, header):
         timeout_ms, memory_mb, code_len, table_len = _wire.REQUEST.unpack(header)
-        body = _wire.read_exact(req_fd, code_len + table_len)
-        if body is None:
+        if not run_one(req_fd, code_len, table_len, timeout_ms / 1000, memory_mb, resp_fd, plan):
             return
-        reply = run_one(body, code_len, timeout_ms / 1000, memory_mb, plan)
-        _wire.write_all(resp_fd, reply)
 
 
 def _high_fd(fd: int) -> int:
@@ -333,22 +417,57 @@ def _high_fd(fd: int) -> int:
     return high
 
 
-def main() -> None:
-    options = json.loads(sys.argv[1])
+def hide_host_paths() -> None:
+    """Leave no path of this machine where a program looks: ``sys.argv``, ``sys.path``, the
+    interpreter's prefixes, modules' ``__file__``/``__cached__``/``__spec__``/``__path__``.
+
+    Every module is loaded by now, and the sandbox's own code was compiled under ``<sandbox>/``
+    names (``_worker.BOOT``). Not covered: ``co_filename`` of the standard library's code
+    objects, which still names where Python is installed.
+    """
+    sys.argv, sys.orig_argv, sys.path = ["transform"], [], []
+    sys.path_importer_cache.clear()
+    for name in ("executable", "_base_executable", "prefix", "base_prefix", "exec_prefix",
+                 "base_exec_prefix", "_stdlib_dir", "pycache_prefix", "_home"):
+        if hasattr(sys, name):
+            setattr(sys, name, None if name in ("pycache_prefix", "_home") else "")
+    for module in list(sys.modules.values()):
+        for attr in ("__file__", "__cached__"):
+            if hasattr(module, attr):
+                try:
+                    delattr(module, attr)
+                except (AttributeError, TypeError):
+                    pass
+        if isinstance(getattr(module, "__path__", None), list):
+            module.__path__ = []
+        spec = getattr(module, "__spec__", None)
+        if spec is not None:
+            try:
+                spec.origin, spec.cached, spec.has_location = None, None, False
+                if spec.submodule_search_locations is not None:
+                    spec.submodule_search_locations = []
+            except AttributeError:
+                pass
+
+
+def main(options: dict) -> None:
     for name in ("LD_BIND_NOW", "PYTHONHASHSEED"):  # read at start-up; programs see neither
         os.environ.pop(name, None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     req_fd, resp_fd = _high_fd(0), _high_fd(1)
     devnull = os.open("/dev/null", os.O_RDWR)  # lands on fd 0, freed just above
     os.dup2(devnull, 1)
+    # Each child gets a /dev/null of its own, opened through this (the chroot hides /dev).
+    dev_fd = _high_fd(os.open("/dev", os.O_PATH | os.O_DIRECTORY))
     preload()
+    hide_host_paths()
     report: dict = {"fresh_process_per_run": True, "closed_fds": True,
                     "cleared_env": set(os.environ) <= {"LC_CTYPE"},  # set by Python itself
                     "arch": os.uname().machine, "notes": []}
     enter_namespaces(report, req_fd, resp_fd)
     try:
         status_fd = _high_fd(os.open("/proc/self/status", os.O_RDONLY))
-        plan = make_plan(options["limits"], options["ast_check"], report, status_fd)
+        plan = make_plan(options["limits"], options["ast_check"], report, status_fd, dev_fd)
         warm_up(plan)
         plan["base"] = _vm_status(status_fd)
     except Exception as exc:  # tell the parent why, then give up
@@ -361,12 +480,12 @@ def main() -> None:
     _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.READY, 0, 0, 0, len(ready)) + ready)
     gc.collect()
     gc.freeze()  # a child's garbage collector then never touches (and copies) these pages
+    try:  # hand free heap pages back: every page still mapped is copied into each child's tables
+        _kernel.libc().malloc_trim(0)
+    except (AttributeError, OSError):
+        pass
     try:
         serve(req_fd, resp_fd, plan)
     except BrokenPipeError:
         pass
     os._exit(0)  # nothing to flush or finalise
-
-
-if __name__ == "__main__":
-    main()

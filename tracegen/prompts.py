@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 
+from sandbox import allowed_modules
+
 from .backends.base import Feedback, Table, Task
 
 MAX_FEEDBACK_CHARS = 1500
@@ -29,8 +31,10 @@ _WRITE_RULES = (
     "Write a Python function `def transform(table):` that takes an input table (a list of rows, "
     "each row a list of strings) and returns the output table in the same form. It must "
     "reproduce the example output exactly and work on the new input too, so do not hard-code "
-    "values from the example. Use only the Python standard library; do not read files, use the "
-    "network or print. Answer with the complete function in one ```python code block."
+    "values from the example. "
+    + "You may import only these standard-library modules: " + ", ".join(allowed_modules())
+    + "; do not read files or use the network. "
+    "Answer with the complete function in one ```python code block."
 )
 
 
