@@ -89,7 +89,9 @@ def _case_set_digest(cases) -> str:
 def trace_config(cfg: RunConfig, cases) -> dict:
     """The settings that change traces: resuming under different ones is refused."""
     b = cfg.backend
-    return {"backend": b.name, "model": b.model, "temperature": b.temperature, "top_p": b.top_p, "seed": b.seed,
+    # new settings enter only when set, so runs made before they existed still resume
+    extra = {"repair_history": True} if cfg.rollout.repair_history else {}
+    return {**extra, "backend": b.name, "model": b.model, "temperature": b.temperature, "top_p": b.top_p, "top_k": b.top_k, "seed": b.seed,
             "max_new_tokens": b.max_new_tokens, "enable_thinking": b.enable_thinking,
             "synth_write_nodes": b.synth_write_nodes, "synth_fix_nodes": b.synth_fix_nodes,
             "max_repairs": cfg.rollout.max_repairs, "program_samples": cfg.rollout.program_samples, "exec_timeout_s": cfg.rollout.exec_timeout_s,
@@ -113,7 +115,22 @@ def check_flags(cfg: RunConfig) -> None:
         raise UsageError("--cv-folds: needs at least 2 folds (or 0 to turn cross-validation off)")
     if e.cost not in ("generations", "tokens"):
         raise UsageError(f"--cost: unknown cost model {e.cost!r}; use generations or tokens")
+    if b.name == "vllm" and b.load_in_4bit:
+        raise UsageError("--load-in-4bit: bitsandbytes 4-bit is for --backend hf; vLLM needs a pre-quantized "
+                         "AWQ/GPTQ checkpoint as --model (it reads the checkpoint's quantization config)")
+    if r.program_samples > 1 and b.temperature <= 0 and b.name not in ("synth", "replay"):
+        raise UsageError(f"--program-samples {r.program_samples}: greedy decoding (--temperature 0) gives "
+                         f"{b.name} the same program every time; sample with --temperature > 0 (e.g. 0.7)")
+    if b.top_k is not None and b.top_k < 0:
+        raise UsageError(f"--top-k: must be >= 0 (0: off), got {b.top_k}")
     if e.lora is not None and e.lora.base_model is not None:
+        from tracegen.models import PACKAGED_MODELS, ModelNotInstalled, resolve_model
+
+        if e.lora.base_model in PACKAGED_MODELS:
+            try:
+                e.lora.base_model = resolve_model(e.lora.base_model)
+            except ModelNotInstalled as err:
+                raise UsageError(f"--policy-model: {err}") from None
         p = Path(e.lora.base_model)
         if not (p / "config.json").is_file():
             raise UsageError(f"--policy-model: {p} holds no model (no config.json there)")
