@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cases import CaseError, SplitError, resolve_case_set, default_split_sizes, load_cases, load_split_manifest, make_splits, split_manifest
-from tracegen.backends import BackendConfig, available_backends
+from tracegen.backends import BackendConfig, PartialGeneration, available_backends
 from tracegen.records import TraceFileError, read_traces, repair_torn_tail
 from tracegen.rollout import RolloutConfig
 
@@ -260,6 +260,10 @@ def run(cfg: RunConfig, log=print) -> dict:
     backend = _open_backend(cfg) if cfg.generate_traces else None
     try:
         return _run_checked(cfg, cases, tcfg, done, records, backend, manifest, t0, log)
+    except PartialGeneration as err:
+        # a request the endpoint refuses for good (e.g. HTTP 400): the finished generations are
+        # cached, so fixing the cause and rerunning with --resume pays only for the rest
+        raise UsageError(f"--backend {cfg.backend.name}: {str(err).splitlines()[0]}; fix it and rerun with --resume") from None
     finally:
         if backend is not None:
             backend.close()

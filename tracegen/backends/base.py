@@ -90,6 +90,17 @@ class BackendConfig:
     extra: dict = field(default_factory=dict)
 
 
+class PartialGeneration(RuntimeError):
+    """Some requests of a batch failed for good (e.g. HTTP 400): ``completions[i]`` is None for
+    those and ``errors`` maps their index to a one-line reason. The generation cache stores the
+    finished ones before passing the error on, so a rerun pays only for the failed requests."""
+
+    def __init__(self, message: str, completions: list, errors: dict[int, str]):
+        super().__init__(message)
+        self.completions = completions
+        self.errors = errors
+
+
 class Backend(ABC):
     """A model backend. Subclasses implement ``generate``; ``close`` frees resources."""
 

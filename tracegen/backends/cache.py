@@ -21,7 +21,7 @@ import os
 import tempfile
 from dataclasses import asdict, fields
 
-from .base import Backend, Completion, GenerationRequest
+from .base import Backend, Completion, GenerationRequest, PartialGeneration
 
 CACHE_VERSION = 2
 _SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "seed", "max_new_tokens", "enable_thinking",
@@ -30,16 +30,6 @@ _TRANSPORT_ONLY = ("retry_base_s", "retry_max_s")  # extra keys that change no o
 _REQUIRED = {"text": str, "prompt_tokens": int, "completion_tokens": int, "latency_ms": (int, float),
              "finish_reason": str}
 _KNOWN = {f.name for f in fields(Completion)}
-
-
-class PartialGeneration(RuntimeError):
-    """A batch in which some requests failed: ``completions[i]`` is None for those, ``errors``
-    maps their index to a one-line reason. Raised by backends, caught by ``CachedBackend``."""
-
-    def __init__(self, message: str, completions: list, errors: dict[int, str]):
-        super().__init__(message)
-        self.completions = completions
-        self.errors = errors
 
 
 def _valid(data) -> bool:
