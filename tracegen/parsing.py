@@ -262,9 +262,9 @@ def parse_table(text: str) -> Parsed:
     read = [(where, p, lead) for where, p, lead in results if p.status != "failed"]
     # An answer introduced as the example restated, or as an alternative, loses to one that is not.
     main = [x for x in read if not _is_restated(x[2]) and not _is_alternative(x[2])] or read
-    if not main or all(w == "prose" for w, _, _ in results):
+    if not main:
         md = _markdown_table(body)  # tried even when prose holds '[' that reads as no table
-        if md is not None and not main:
+        if md is not None:
             return Parsed(md, "repaired", "; ".join(x for x in (note, "markdown table read as rows") if x))
     if not results:
         return Parsed(None, "failed", "no JSON table found")
