@@ -212,16 +212,31 @@ def _read_cut(s: str) -> Parsed:
     return Parsed(None, "failed", "cut off before the first complete row")
 
 
+_ASSIGN = re.compile(r"^\s*(?:[A-Za-z_]\w*\s*(?::[^=]+)?=|return)\s*(?=\[)")
+
+
+def _table_literal(body: str) -> str | None:
+    """The text from the table's '[' when a fence holds a table literal (alone, or as the value
+    of a first-line assignment or return: ``result = [[...]]``), else None (the fence is code)."""
+    stripped = body.lstrip()
+    if stripped.startswith("["):
+        return stripped
+    m = _ASSIGN.match(stripped)
+    return stripped[m.end():] if m else None
+
+
 def _candidates(text: str) -> list[tuple[str, str, str]]:
     """(where, text starting at '[', the prose leading to it) for fenced blocks first, then bare
     '[' in prose."""
     found = []
     prev_end = 0
     for lang, body, _, start in _fences(text):
-        if lang in ("", "json", "python", "py", "text", "plaintext") and "[" in body:
-            found.append((f"{lang or 'plain'} fence", body[body.index("[") :], _lead(text, start, prev_end)))
+        if lang in ("", "json", "python", "py", "text", "plaintext") and _table_literal(body) is not None:
+            found.append((f"{lang or 'plain'} fence", _table_literal(body), _lead(text, start, prev_end)))
         prev_end = start + 3
     if not found:
+        # prose only: a '[' inside a code block (``out = []``) is code, not an answer
+        text = _FENCE.sub(lambda m: " " * len(m.group(0)), text)
         # the outermost '[' of each bracketed span in prose, in order; the lead is the sentence
         # before it on its own line (a restated example and the answer often share a paragraph)
         for m in re.finditer(r"\[\s*\[", text):
