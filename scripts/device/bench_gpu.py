@@ -176,6 +176,18 @@ def run_vllm(folder: Path, ids: list[list[int]], args, base_tps: float) -> dict:
         llm = vllm.LLM(language_model_only=True, **kwargs)
     except TypeError:  # a vLLM without that option: the vision tower is built but never used
         llm = vllm.LLM(**kwargs)
+    except Exception as e:  # e.g. no image processor for the multimodal config: try text-only
+        print(f"vllm on the multimodal config failed ({type(e).__name__}: {str(e)[:200]}); "
+              "retrying with the text-only Qwen3_5ForCausalLM config", flush=True)
+        text = folder.parent / (folder.name + "_text")
+        text.mkdir(exist_ok=True)
+        cfg = json.loads((folder / "config.json").read_text())["text_config"]
+        cfg.update(architectures=["Qwen3_5ForCausalLM"], model_type="qwen3_5_text")
+        (text / "config.json").write_text(json.dumps(cfg, indent=1))
+        for f in folder.iterdir():
+            if f.name != "config.json" and f.is_file():
+                (text / f.name).write_bytes(f.read_bytes())
+        llm = vllm.LLM(**{**kwargs, "model": str(text)})
     params = vllm.SamplingParams(temperature=0.0, max_tokens=args.max_new_tokens, min_tokens=args.max_new_tokens,
                                  ignore_eos=True, detokenize=False)
     prompts = [{"prompt_token_ids": r} for r in ids]
