@@ -11,6 +11,9 @@ Categories, each counted per split and in total:
 - program rounds by what the visible run on the public example did (``round_category``);
 - overfit programs: passed the public example but were wrong on the new input, with the
   families where that happens (an ambiguous example admits several programs);
+- cut off: direct answers and program rounds that stopped at the token limit
+  (``finish_reason == "length"``); a cut-off reasoning block is its own category
+  (``truncated_thinking``) among direct answers and rounds;
 - repeated repairs: a FIX round whose code repeats an earlier round's code verbatim;
 - hidden-only rounds: right on the new input but failed the public example (no visible
   path can commit them);
@@ -34,9 +37,11 @@ CLOSE_MISS_MAX_FRACTION = 0.10
 SANDBOX_ERRORS = (
     "syntax", "forbidden", "no_transform", "timeout", "memory", "exception", "bad_output", "crash",
 )
-# "parse": no code could be extracted; "wrong_output": ran but differs from the example.
-ROUND_CATEGORIES = ("parse",) + SANDBOX_ERRORS + ("wrong_output", "pass")
-DIRECT_CATEGORIES = ("correct", "unparsed", "wrong_shape", "close_miss", "far_miss")
+# "parse": no code could be extracted; "truncated_thinking": cut off at the token limit while
+# still reasoning (no answer at all); "wrong_output": ran but differs from the example.
+ROUND_CATEGORIES = ("parse", "truncated_thinking") + SANDBOX_ERRORS + ("wrong_output", "pass")
+DIRECT_CATEGORIES = ("correct", "truncated_thinking", "unparsed", "wrong_shape", "close_miss", "far_miss")
+TRUNCATED = "truncated_thinking"
 
 
 # ----------------------------------------------------------------------------- pure helpers
@@ -68,7 +73,8 @@ def direct_category(record: Mapping) -> str:
     table = (record.get("direct") or {}).get("table")
     answer = record["hidden"]["answer"]
     if table is None:
-        return "unparsed"
+        parse = (record.get("direct") or {}).get("parse") or {}
+        return TRUNCATED if parse.get("status") == TRUNCATED else "unparsed"
     if table == answer:
         return "correct"
     if not same_shape(table, answer):
@@ -79,7 +85,7 @@ def direct_category(record: Mapping) -> str:
 def round_category(rnd: Mapping) -> str:
     """One of ROUND_CATEGORIES for what a program round did on the public example."""
     if not rnd.get("code"):  # the parser found no program in the raw text
-        return "parse"
+        return TRUNCATED if (rnd.get("parse") or {}).get("status") == TRUNCATED else "parse"
     if rnd.get("visible_pass"):
         return "pass"
     visible = rnd.get("visible") or {}
@@ -149,13 +155,16 @@ def _count(records: Sequence[Mapping], outcomes_by_policy: Mapping | None) -> di
     rounds = dict.fromkeys(ROUND_CATEGORIES, 0)
     out = {"n": len(records), "n_rounds": 0, "overfit_rounds": 0, "overfit_cases": 0,
            "overfit_families": set(), "fix_rounds": 0, "repeated_repairs": 0,
-           "hidden_only_rounds": 0, "unsolvable_cases": 0, "unsolvable_families": set()}
+           "hidden_only_rounds": 0, "unsolvable_cases": 0, "unsolvable_families": set(),
+           "direct_cut_off": 0, "cut_off_rounds": 0}
     for rec in records:
         direct[direct_category(rec)] += 1
+        out["direct_cut_off"] += (rec.get("direct") or {}).get("finish_reason") == "length"
         overfit_here = 0
         for rnd, hidden_exact in zip(rec.get("rounds") or [], _hidden_rounds(rec)):
             out["n_rounds"] += 1
             out["fix_rounds"] += rnd.get("kind") == "fix"
+            out["cut_off_rounds"] += rnd.get("finish_reason") == "length"  # hit --max-new-tokens
             cat = round_category(rnd)
             rounds[cat] += 1
             if cat == "pass" and hidden_exact is False:
@@ -188,7 +197,8 @@ def failure_breakdown(
     "total": counts}``; ``counts`` holds ``n``, ``direct`` (DIRECT_CATEGORIES),
     ``n_rounds``, ``round_categories`` (ROUND_CATEGORIES), ``overfit_rounds``,
     ``overfit_cases``, ``overfit_families``, ``fix_rounds``, ``repeated_repairs``,
-    ``hidden_only_rounds``, ``unsolvable_cases``, ``unsolvable_families`` and, with
+    ``hidden_only_rounds``, ``unsolvable_cases``, ``unsolvable_families``, ``direct_cut_off``,
+    ``cut_off_rounds`` and, with
     outcomes, ``policies[policy]`` = ``n, wrong, wrong_direct_commit,
     wrong_program_commit, wrong_but_solvable``.
     """

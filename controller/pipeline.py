@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cases import CaseError, SplitError, resolve_case_set, default_split_sizes, load_cases, load_split_manifest, make_splits, split_manifest
-from tracegen.backends import BackendConfig, available_backends
+from tracegen.backends import BackendConfig, PartialGeneration, available_backends
 from tracegen.records import TraceFileError, read_traces, repair_torn_tail
 from tracegen.rollout import RolloutConfig
 
@@ -90,7 +90,9 @@ def _case_set_digest(cases) -> str:
 def trace_config(cfg: RunConfig, cases) -> dict:
     """The settings that change traces: resuming under different ones is refused."""
     b = cfg.backend
-    return {"backend": b.name, "model": b.model, "temperature": b.temperature, "top_p": b.top_p, "seed": b.seed,
+    # new settings enter only when set, so runs made before they existed still resume
+    extra = {"repair_history": True} if cfg.rollout.repair_history else {}
+    return {**extra, "backend": b.name, "model": b.model, "temperature": b.temperature, "top_p": b.top_p, "top_k": b.top_k, "seed": b.seed,
             "max_new_tokens": b.max_new_tokens, "enable_thinking": b.enable_thinking,
             "synth_write_nodes": b.synth_write_nodes, "synth_fix_nodes": b.synth_fix_nodes,
             "max_repairs": cfg.rollout.max_repairs, "program_samples": cfg.rollout.program_samples, "exec_timeout_s": cfg.rollout.exec_timeout_s,
@@ -114,7 +116,22 @@ def check_flags(cfg: RunConfig) -> None:
         raise UsageError("--cv-folds: needs at least 2 folds (or 0 to turn cross-validation off)")
     if e.cost not in ("generations", "tokens"):
         raise UsageError(f"--cost: unknown cost model {e.cost!r}; use generations or tokens")
+    if b.name == "vllm" and b.load_in_4bit:
+        raise UsageError("--load-in-4bit: bitsandbytes 4-bit is for --backend hf; vLLM needs a pre-quantized "
+                         "AWQ/GPTQ checkpoint as --model (it reads the checkpoint's quantization config)")
+    if r.program_samples > 1 and b.temperature <= 0 and b.name not in ("synth", "replay"):
+        raise UsageError(f"--program-samples {r.program_samples}: greedy decoding (--temperature 0) gives "
+                         f"{b.name} the same program every time; sample with --temperature > 0 (e.g. 0.7)")
+    if b.top_k is not None and b.top_k < 0:
+        raise UsageError(f"--top-k: must be >= 0 (0: off), got {b.top_k}")
     if e.lora is not None and e.lora.base_model is not None:
+        from tracegen.models import PACKAGED_MODELS, ModelNotInstalled, resolve_model
+
+        if e.lora.base_model in PACKAGED_MODELS:
+            try:
+                e.lora.base_model = resolve_model(e.lora.base_model)
+            except ModelNotInstalled as err:
+                raise UsageError(f"--policy-model: {err}") from None
         p = Path(e.lora.base_model)
         if not (p / "config.json").is_file():
             raise UsageError(f"--policy-model: {p} holds no model (no config.json there)")
@@ -244,6 +261,10 @@ def run(cfg: RunConfig, log=print) -> dict:
     backend = _open_backend(cfg) if cfg.generate_traces else None
     try:
         return _run_checked(cfg, cases, tcfg, done, records, backend, manifest, t0, log)
+    except PartialGeneration as err:
+        # a request the endpoint refuses for good (e.g. HTTP 400): the finished generations are
+        # cached, so fixing the cause and rerunning with --resume pays only for the rest
+        raise UsageError(f"--backend {cfg.backend.name}: {str(err).splitlines()[0]}; fix it and rerun with --resume") from None
     finally:
         if backend is not None:
             backend.close()

@@ -82,6 +82,7 @@ def _features(view: dict) -> dict[str, float]:
     f = {
         "direct_parsed": float(direct is not None),
         "direct_repaired": float(view["direct"]["parse"]["status"] == "repaired"),
+        "direct_cut_off": float(view["direct"].get("finish_reason") == "length"),  # hit the token limit
         "direct_rows_vs_ratio": (dr - want_rows) / max(want_rows, 1.0),
         "direct_cols_match_example": float(dc == eoc),
         "direct_copy_coverage": _coverage(direct, test_in),
@@ -99,6 +100,7 @@ def _features(view: dict) -> dict[str, float]:
         f.update({
             "last_pass": float(last["visible_pass"]),
             "last_parsed": float(last["code"] is not None),
+            "last_cut_off": float(last.get("finish_reason") == "length"),
             "test_run_ok": float(last["test"]["ok"]),
             "prog_rows_vs_ratio": (orr - want_rows) / max(want_rows, 1.0) if out is not None else -1.0,
             "prog_cols_match_example": float(out is not None and oc == eoc),
@@ -118,7 +120,7 @@ FEATURE_NAMES: tuple[str, ...] = tuple(
      "direct_copy_coverage", "example_rows_ratio", "example_cols_ratio", "test_rows_vs_example",
      "revealed", "repairs_left", "last_pass", "last_parsed", "test_run_ok", "prog_rows_vs_ratio",
      "prog_cols_match_example", "prog_equals_direct", "prog_direct_agreement", "prog_copy_coverage",
-     "code_lines", "repeated_code"] + [f"err_{e}" for e in ERRORS]
+     "code_lines", "repeated_code", "direct_cut_off", "last_cut_off"] + [f"err_{e}" for e in ERRORS]
 )
 
 
@@ -130,7 +132,8 @@ def render(view: dict, features: dict[str, float], valid: tuple[str, ...]) -> st
              f" rows_off={features['direct_rows_vs_ratio']:+.1f} copy={features['direct_copy_coverage']:.1f}"]
     for r in rounds:
         status = "pass" if r["visible_pass"] else (r["visible"]["error"] or "fail")
-        lines.append(f"round {r['round']} {r['kind']}: {status}")
+        cut = " cut_off" if r.get("finish_reason") == "length" else ""
+        lines.append(f"round {r['round']} {r['kind']}: {status}{cut}")
     if rounds:
         lines.append(f"program: agrees_direct={features['prog_direct_agreement']:.1f}"
                      f" same={int(features['prog_equals_direct'])}"

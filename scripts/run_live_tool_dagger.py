@@ -59,12 +59,28 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--model", default=None, help="model name or local path (hf, vllm, openai)")
     g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (0: greedy)")
     g.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling p")
+    g.add_argument("--top-k", type=int, default=None, help="top-k sampling (hf, vllm, openai alike; default: the "
+                   "model's generation config, or no top-k when it sets none; 0 turns it off)")
     g.add_argument("--seed", type=int, default=0, help="seed for sampling and for every learner")
     g.add_argument("--max-new-tokens", type=int, default=1024, help="generation limit per completion")
     g.add_argument("--gen-batch-size", type=int, default=8, help="hf: prompts per generate call")
     g.add_argument("--concurrency", type=int, default=8, help="openai: requests in flight")
     g.add_argument("--enable-thinking", action="store_true", help="let Qwen3.5 think before answering (chat template flag)")
-    g.add_argument("--load-in-4bit", action="store_true", help="hf: 4-bit weights with bitsandbytes (GPU only)")
+    g.add_argument("--load-in-4bit", action="store_true", help="hf: 4-bit weights with bitsandbytes (GPU only; "
+                   "vllm refuses it: give vllm a pre-quantized AWQ/GPTQ checkpoint instead)")
+    g.add_argument("--dtype", default="auto", help="hf, vllm: weight dtype auto (bf16 on GPU, fp32 on CPU), "
+                   "bfloat16, float16 or float32")
+    g.add_argument("--device", default="auto", help="hf: auto (cuda when available), cpu, cuda or cuda:N")
+    g.add_argument("--max-model-len", type=int, default=None, help="vllm: context length to reserve (default: the "
+                   "model's, 262144 for Qwen3.5; e.g. 8192 saves most KV-cache memory)")
+    g.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm: share of GPU memory the "
+                   "engine may take (default 0.85)")
+    g.add_argument("--enforce-eager", action="store_true", help="vllm: skip CUDA graph capture (faster start, slower decoding)")
+    g.add_argument("--language-model-only", action="store_true", help="vllm: load only the language model of a "
+                   "multimodal checkpoint (skips Qwen3.5's vision tower)")
+    g.add_argument("--request-timeout", type=float, default=120.0, help="openai: seconds per HTTP request (default 120)")
+    g.add_argument("--no-chat-template-kwargs", action="store_true", help="do not pass enable_thinking to the chat "
+                   "template (openai: omit the chat_template_kwargs field that some servers reject)")
     g.add_argument("--base-url", default=None, help="openai: endpoint, e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the key")
     g.add_argument("--replay", default=None, help="replay: the trace file whose raw outputs are re-parsed and re-run")
@@ -81,6 +97,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--workers", type=int, default=2, help="sandbox worker processes")
     g.add_argument("--program-samples", type=int, default=1, help="independent first programs per case; k > 1 adds "
                    "the budget-matched resample-instead-of-repair baseline (resample_visible); useful with sampling")
+    g.add_argument("--repair-history", action="store_true", help="repair prompts show every earlier attempt and "
+                   "its feedback, not only the latest (changes FIX prompts: new generations)")
     g.add_argument("--wave-size", type=int, default=64, help="cases per wave (a backend batch); a kill loses at most one wave")
 
     g = p.add_argument_group("controllers")
@@ -117,8 +135,14 @@ def build_config(args):
         cache = str(root / "reports" / "cache" / "generations")
     if cache == "none":
         cache = None
+    extra = {k: v for k, v in (("max_model_len", args.max_model_len),
+                               ("gpu_memory_utilization", args.gpu_memory_utilization),
+                               ("enforce_eager", args.enforce_eager or None),
+                               ("language_model_only", args.language_model_only or None)) if v is not None}
     backend = BackendConfig(
-        name=args.backend, model=args.model, temperature=args.temperature, top_p=args.top_p, seed=args.seed,
+        name=args.backend, model=args.model, temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+        seed=args.seed, dtype=args.dtype, device=args.device, request_timeout_s=args.request_timeout,
+        chat_template_kwargs=not args.no_chat_template_kwargs, extra=extra,
         max_new_tokens=args.max_new_tokens, batch_size=args.gen_batch_size, concurrency=args.concurrency,
         enable_thinking=args.enable_thinking, load_in_4bit=args.load_in_4bit, base_url=args.base_url,
         api_key_env=args.api_key_env, replay_path=args.replay, cache_dir=cache,
@@ -136,7 +160,7 @@ def build_config(args):
         dagger_iters=args.dagger_iters, dagger_beta=args.dagger_beta, cv_folds=args.cv_folds, cost=args.cost,
         progress=not args.no_progress, lora=LoraPolicyConfig(**lora_kw), adapters_dir=str(root / "reports" / "adapters"))
     rollout = RolloutConfig(max_repairs=args.max_repairs, exec_timeout_s=args.exec_timeout, memory_mb=args.memory_mb,
-                            wave_size=args.wave_size, program_samples=args.program_samples, progress_every=args.progress_every, progress=not args.no_progress)
+                            wave_size=args.wave_size, program_samples=args.program_samples, repair_history=args.repair_history, progress_every=args.progress_every, progress=not args.no_progress)
     return RunConfig(root=str(root), cases=args.cases, generate_traces=args.generate_traces, resume=args.resume,
                      force=args.force, tag=args.tag, limit_total=args.limit_total,
                      cases_per_family=args.cases_per_family, split_seed=args.split_seed,

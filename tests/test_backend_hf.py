@@ -157,3 +157,53 @@ def test_clear_errors(models, tmp_path):
         get_backend(BackendConfig(name="hf", model=str(tmp_path / "nothing")))
     with pytest.raises(ValueError, match="needs a CUDA GPU"):
         get_backend(BackendConfig(name="hf", model=models["llama"], load_in_4bit=True, device="cpu"))
+
+
+def test_independent_samples_of_one_prompt_differ(models):
+    """Sample j is seeded with --seed + j: asked one at a time (as a resumed or cached run does),
+    samples 0, 1 and 2 of the same prompt differ, and each repeats."""
+    b = get_backend(BackendConfig(name="hf", model=models["llama"], max_new_tokens=12, temperature=1.0, seed=3))
+    req = _requests(2)[1]
+    texts = [b.generate([GenerationRequest(req.kind, req.messages, req.task, sample=j)])[0].text for j in range(3)]
+    assert len(set(texts)) == 3
+    again = b.generate([GenerationRequest(req.kind, req.messages, req.task, sample=1)])[0].text
+    assert again == texts[1]
+
+
+def test_top_k_comes_from_the_flag_or_the_model_generation_config(models, tmp_path):
+    import shutil
+
+    seen = []
+
+    def spy(b):
+        real = b.loaded.model.generate
+
+        def generate(**kw):
+            seen.append(kw.get("top_k"))
+            return real(**kw)
+        b.loaded.model.generate = generate
+        return b
+
+    base = dict(name="hf", max_new_tokens=2, temperature=0.8)
+    b = spy(get_backend(BackendConfig(model=models["llama"], **base)))
+    b.generate(_requests(1))
+    assert seen[-1] == 0  # the config sets none: no top-k (transformers alone would use 50)
+    folder = tmp_path / "k7"
+    shutil.copytree(models["llama"], folder)
+    gen = json.loads((folder / "generation_config.json").read_text()) if (folder / "generation_config.json").exists() else {}
+    (folder / "generation_config.json").write_text(json.dumps({**gen, "top_k": 7}))
+    spy(get_backend(BackendConfig(model=str(folder), **base))).generate(_requests(1))
+    assert seen[-1] == 7
+    spy(get_backend(BackendConfig(model=str(folder), top_k=3, **base))).generate(_requests(1))
+    assert seen[-1] == 3
+
+
+def test_thinking_opened_by_the_template_and_cut_off_is_never_an_answer(models):
+    from tracegen.parsing import parse_code
+
+    b = get_backend(BackendConfig(name="hf", model=models["llama"], max_new_tokens=6))
+    tok = b.loaded.tokenizer
+    tok.chat_template = tok.chat_template + "{% if add_generation_prompt %}<think>\n{% endif %}"
+    c = b.generate(_requests(2)[1:])[0]
+    assert c.finish_reason == "length" and c.text.startswith("<think>\n")
+    assert parse_code(c.text).status == "truncated_thinking" and parse_code(c.text).value is None

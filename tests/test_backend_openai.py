@@ -187,3 +187,19 @@ def test_chat_template_kwargs_can_be_turned_off(server):
 def test_missing_flags():
     with pytest.raises(ValueError, match="--base-url"):
         OpenAIBackend(BackendConfig(name="openai", model="m"))
+
+
+def test_top_k_only_when_given_and_template_kwargs_flag(server):
+    OpenAIBackend(_cfg(server.url)).generate([_req("x")])
+    assert "top_k" not in server.bodies[-1]  # the server applies the model's generation config
+    OpenAIBackend(_cfg(server.url, top_k=20, chat_template_kwargs=False)).generate([_req("y")])
+    assert server.bodies[-1]["top_k"] == 20 and "chat_template_kwargs" not in server.bodies[-1]
+
+
+def test_reasoning_cut_off_stays_open():
+    from tracegen.backends.openai_backend import _completion
+    from tracegen.parsing import parse_code
+
+    c = _completion({"choices": [{"message": {"content": "", "reasoning_content": "def transform(t): ..."},
+                                  "finish_reason": "length"}]}, 1.0)
+    assert c.text == "<think>\ndef transform(t): ..." and parse_code(c.text).status == "truncated_thinking"

@@ -72,7 +72,7 @@ def test_round_category_covers_every_error():
     assert round_category(rnd("write", "c")) == "wrong_output"
     for err in SANDBOX_ERRORS:
         assert round_category(rnd("write", "c", err)) == err
-    assert set(ROUND_CATEGORIES) == {"parse", "wrong_output", "pass", *SANDBOX_ERRORS}
+    assert set(ROUND_CATEGORIES) == {"parse", "truncated_thinking", "wrong_output", "pass", *SANDBOX_ERRORS}
 
 
 def test_breakdown_counts_test_split():
@@ -81,7 +81,7 @@ def test_breakdown_counts_test_split():
     t = f["splits"]["test"]
     assert t["n"] == 5
     assert t["direct"] == {"correct": 1, "unparsed": 1, "wrong_shape": 1, "close_miss": 1,
-                           "far_miss": 1}
+                           "far_miss": 1, "truncated_thinking": 0}
     assert t["n_rounds"] == 7
     expected = dict.fromkeys(ROUND_CATEGORIES, 0) | {
         "parse": 1, "syntax": 2, "pass": 2, "wrong_output": 1, "timeout": 1}
@@ -119,3 +119,21 @@ def test_breakdown_per_policy():
         "wrong_but_solvable": 1}
     assert f["splits"]["dev"]["policies"]["p"]["n"] == 1
     assert f["total"]["policies"]["p"]["n"] == 6
+
+
+def test_cut_off_thinking_and_token_limit_are_counted():
+    """A completion cut off while reasoning is its own category, never 'parse' or an answer, and
+    every completion that hit the token limit is counted."""
+    cut = rnd("write", None)
+    cut["parse"] = {"status": "truncated_thinking", "detail": "cut off inside <think> block"}
+    cut["finish_reason"] = "length"
+    assert round_category(cut) == "truncated_thinking"
+    long_code = rnd("fix", "x(", "syntax")
+    long_code["finish_reason"] = "length"
+    r = rec("T", "ft", "test", None, ANS, [cut, long_code], [False, False])
+    r["direct"]["parse"] = {"status": "truncated_thinking", "detail": ""}
+    r["direct"]["finish_reason"] = "length"
+    t = failure_breakdown([r])["total"]
+    assert t["direct"]["truncated_thinking"] == 1 and t["direct"]["unparsed"] == 0
+    assert t["round_categories"]["truncated_thinking"] == 1 and t["round_categories"]["parse"] == 0
+    assert t["direct_cut_off"] == 1 and t["cut_off_rounds"] == 2

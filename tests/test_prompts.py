@@ -4,7 +4,8 @@ import json
 from tracegen.backends.base import Feedback, Task
 from tracegen.parsing import parse_table
 from tracegen.prompts import (
-    MAX_FEEDBACK_CHARS, direct_messages, feedback_from_run, fix_messages, render_table, write_messages,
+    MAX_FEEDBACK_CHARS, describe_feedback, direct_messages, feedback_from_run, fix_messages, render_table,
+    write_messages,
 )
 
 TASK = Task("fam/c_1", [["a b", "1"]], [["b", "a"]], [["x y", "2"], ["p q", "3"]])
@@ -81,3 +82,29 @@ def test_prompt_answer_round_trip():
 def test_wrong_output_category_still_gets_the_diff():
     fb = feedback_from_run([["a"]], [["b"]], "wrong_output", "output differs from the public example")
     assert fb.error == "wrong_output" and 'row 0: expected ["a"], got ["b"]' in fb.message
+
+
+def test_new_input_crash_is_the_feedback_when_the_example_passes():
+    from tracegen.prompts import feedback_from_run
+
+    ex = [["a"]]
+    fb = feedback_from_run(ex, ex, None, "", "exception", "IndexError: list index out of range")
+    assert fb.error == "new_input_crash"
+    text = fix_messages(TASK, "def transform(t):\n    return [t[0]]", fb)[-1]["content"]
+    assert "reproduces the example output" in text and "new input" in text
+    assert "IndexError: list index out of range" in text
+    # a clean pass needs no repair; a wrong output that also crashes on the new input says both
+    assert feedback_from_run(ex, ex, None, "").error == "none"
+    both = describe_feedback(feedback_from_run(ex, [["b"]], None, "", "timeout", "took too long"))
+    assert "differs from the example output" in both and "On the new input it failed too (error: timeout)" in both
+
+
+def test_repair_history_shows_every_earlier_attempt_in_order():
+    fb1, fb2 = Feedback("syntax", "SyntaxError: line 1"), Feedback("exception", "KeyError: 'x'")
+    plain = fix_messages(TASK, "def transform(t): v2", fb2)
+    with_history = fix_messages(TASK, "def transform(t): v2", fb2, [("def transform(t): v1", fb1)])
+    assert fix_messages(TASK, "def transform(t): v2", fb2, None) == plain  # default unchanged
+    assert [m["role"] for m in with_history] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert "v1" in with_history[2]["content"] and "SyntaxError" in with_history[3]["content"]
+    assert "v2" in with_history[4]["content"] and "KeyError" in with_history[5]["content"]
+    assert with_history[-2:] == plain[-2:]

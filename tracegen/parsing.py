@@ -7,7 +7,15 @@ or stop mid-answer at the token limit. Every parse returns a ``Parsed`` with a s
 * ``ok``: the answer was found as written (taking it out of a fence or prose is not a repair);
 * ``repaired``: it was found after a change, named in ``detail`` (e.g. "single quotes; numbers
   as strings", "cut off: kept 3 complete rows");
-* ``failed``: nothing usable; ``value`` is None and ``detail`` says why.
+* ``failed``: nothing usable; ``value`` is None and ``detail`` says why;
+* ``truncated_thinking``: the text ends inside an unclosed ``<think>`` block (cut off at the
+  token limit while reasoning; backends prepend the tag when the chat template opened it in the
+  prompt). ``value`` is None: drafts in the reasoning are never taken as the answer.
+
+Choosing among several answers: a fence or table introduced as an alternative ("Alternatively",
+"another way", ...) or as a restatement of the example ("Example output:", "the example input
+...") loses to the main answer when there is one; a helper ``def``/``import``/constant from an
+earlier fence that the chosen program uses is kept in front of it.
 
 Tables go through a small lenient reader rather than ``json.loads`` alone so that number cells
 keep the digits the model wrote (``3.50`` stays ``"3.50"``) and each repair can be named.
@@ -24,11 +32,18 @@ from .backends.base import Table
 @dataclass(frozen=True)
 class Parsed:
     value: Table | str | None
-    status: str  # "ok" | "repaired" | "failed"
+    status: str  # "ok" | "repaired" | "failed" | "truncated_thinking"
     detail: str  # how it was repaired or why it failed, short
 
 
-_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)(?:```|\Z)", re.S)
+# a fence may be indented (inside a numbered list); its body is dedented by the opening's indent
+_FENCE = re.compile(r"^([ \t]*)```([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)(?:^[ \t]*```|\Z)", re.S | re.M)
+TRUNCATED_THINKING = "truncated_thinking"
+# prose right before an answer that marks it as an alternative or as the example restated
+_ALTERNATIVE = re.compile(r"\b(alternative(ly)?|another (way|approach|version|option|solution)|or,? (you|we) "
+                          r"(could|can)|a (shorter|simpler|more concise|one-line) (version|way)|one-liner)\b", re.I)
+_RESTATED = re.compile(r"\b(example|given|original)\s+(input|output|table)\b|\bthe example\b", re.I)
+_ANSWER_WORDS = re.compile(r"\b(new input|answer|result|therefore|so the output|final)\b", re.I)
 
 
 def strip_thinking(text: str) -> tuple[str | None, str]:
@@ -37,17 +52,35 @@ def strip_thinking(text: str) -> tuple[str | None, str]:
         # Qwen templates often put the opening tag in the prompt: only the closing one appears.
         return text.rsplit("</think>", 1)[1], "after </think>"
     if "<think>" in text:
-        return None, "cut off inside <think> block"
+        return None, "cut off inside <think> block (no answer after the reasoning)"
     return text, ""
 
 
-def _fences(text: str) -> list[tuple[str, str, bool]]:
-    """(language, body, closed) for each markdown fence, in order; the last may be unclosed."""
+def _fences(text: str) -> list[tuple[str, str, bool, int]]:
+    """(language, body, closed, start offset) for each markdown fence, in order; the last may be
+    unclosed. Bodies of indented fences are dedented by the fence's own indent."""
     out = []
     for m in _FENCE.finditer(text):
-        closed = m.group(0).endswith("```")
-        out.append((m.group(1).lower(), m.group(2), closed))
+        closed = bool(re.search(r"```[ \t]*$", m.group(0)))
+        indent, body = m.group(1), m.group(3)
+        if indent:
+            body = "\n".join(ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in body.split("\n"))
+        out.append((m.group(2).lower(), body, closed, m.start()))
     return out
+
+
+def _lead(text: str, start: int, floor: int = 0) -> str:
+    """The prose just before offset ``start`` (its last two non-empty lines, after ``floor``)."""
+    lines = [ln for ln in text[floor:start].splitlines() if ln.strip()]
+    return " ".join(lines[-2:])[-240:]
+
+
+def _is_alternative(lead: str) -> bool:
+    return bool(_ALTERNATIVE.search(lead))
+
+
+def _is_restated(lead: str) -> bool:
+    return bool(_RESTATED.search(lead)) and not _ANSWER_WORDS.search(lead)
 
 
 # ----------------------------------------------------------------------------- tables
@@ -102,7 +135,8 @@ class _Reader:
         while j < len(self.s):
             c = self.s[j]
             if c == "\\" and j + 1 < len(self.s):
-                buf.append(self.s[j : j + 2])
+                # JSON's "\/" is "/" (Python would keep the backslash)
+                buf.append("/" if self.s[j + 1] == "/" else self.s[j : j + 2])
                 j += 2
                 continue
             if c == quote:
@@ -178,18 +212,40 @@ def _read_cut(s: str) -> Parsed:
     return Parsed(None, "failed", "cut off before the first complete row")
 
 
-def _candidates(text: str) -> list[tuple[str, str]]:
-    """(where, text starting at '[') for fenced blocks first, then bare '[' in prose."""
+_ASSIGN = re.compile(r"^\s*(?:[A-Za-z_]\w*\s*(?::[^=]+)?=|return)\s*(?=\[)")
+
+
+def _table_literal(body: str) -> str | None:
+    """The text from the table's '[' when a fence holds a table literal (alone, or as the value
+    of a first-line assignment or return: ``result = [[...]]``), else None (the fence is code)."""
+    stripped = body.lstrip()
+    if stripped.startswith("["):
+        return stripped
+    m = _ASSIGN.match(stripped)
+    return stripped[m.end():] if m else None
+
+
+def _candidates(text: str) -> list[tuple[str, str, str]]:
+    """(where, text starting at '[', the prose leading to it) for fenced blocks first, then bare
+    '[' in prose."""
     found = []
-    for lang, body, _ in _fences(text):
-        if lang in ("", "json", "python", "py", "text", "plaintext") and "[" in body:
-            found.append((f"{lang or 'plain'} fence", body[body.index("[") :]))
+    prev_end = 0
+    for lang, body, _, start in _fences(text):
+        if lang in ("", "json", "python", "py", "text", "plaintext") and _table_literal(body) is not None:
+            found.append((f"{lang or 'plain'} fence", _table_literal(body), _lead(text, start, prev_end)))
+        prev_end = start + 3
     if not found:
-        # the outermost '[' of each bracketed span in prose, in order
+        # prose only: a '[' inside a code block (``out = []``) is code, not an answer
+        text = _FENCE.sub(lambda m: " " * len(m.group(0)), text)
+        # the outermost '[' of each bracketed span in prose, in order; the lead is the sentence
+        # before it on its own line (a restated example and the answer often share a paragraph)
         for m in re.finditer(r"\[\s*\[", text):
-            found.append(("prose", text[m.start() :]))
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            same_line = text[line_start : m.start()]
+            lead = re.split(r"(?<=[.:!?])\s", same_line)[-1] if same_line.strip() else _lead(text, m.start())
+            found.append(("prose", text[m.start() :], lead))
         if not found and "[" in text:
-            found.append(("prose", text[text.index("[") :]))
+            found.append(("prose", text[text.index("[") :], _lead(text, text.index("["))))
     return found
 
 
@@ -212,22 +268,27 @@ def _markdown_table(text: str) -> Table | None:
 
 
 def parse_table(text: str) -> Parsed:
-    """Find the output table in a direct answer: fenced blocks first, else tables in prose."""
+    """Find the output table in a direct answer: fenced blocks first, else tables in prose, else
+    a markdown pipe table."""
     body, note = strip_thinking(text or "")
     if body is None:
-        return Parsed(None, "failed", note)
-    results = [(where, _read_table(s)) for where, s in _candidates(body)]
-    if not results:
-        md = _markdown_table(body)
+        return Parsed(None, TRUNCATED_THINKING, note)
+    results = [(where, _read_table(s), lead) for where, s, lead in _candidates(body)]
+    read = [(where, p, lead) for where, p, lead in results if p.status != "failed"]
+    # An answer introduced as the example restated, or as an alternative, loses to one that is not.
+    main = [x for x in read if not _is_restated(x[2]) and not _is_alternative(x[2])] or read
+    if not main:
+        md = _markdown_table(body)  # tried even when prose holds '[' that reads as no table
         if md is not None:
             return Parsed(md, "repaired", "; ".join(x for x in (note, "markdown table read as rows") if x))
+    if not results:
         return Parsed(None, "failed", "no JSON table found")
-    # The last table that reads wins: a restated example comes before the answer, and an answer
-    # cut off at the token limit is still the answer.
-    for where, p in reversed(results):
-        if p.status != "failed":
-            detail = "; ".join(x for x in (where, note, p.detail) if x)
-            return Parsed(p.value, p.status, detail)
+    # The last table that reads wins: a restated example usually comes before the answer, and
+    # an answer cut off at the token limit is still the answer.
+    if main:
+        where, p, _ = main[-1]
+        detail = "; ".join(x for x in (where, note, p.detail) if x)
+        return Parsed(p.value, p.status, detail)
     return Parsed(None, "failed", results[-1][1].detail)
 
 
@@ -262,19 +323,88 @@ def _bare_code(text: str) -> str | None:
     return "\n".join(lines[start:]).strip("\n")
 
 
+def _defined(tree: ast.Module) -> dict[str, ast.stmt]:
+    """Top-level names a module defines (imports, defs, classes, plain assignments) -> statement."""
+    out: dict[str, ast.stmt] = {}
+    for st in tree.body:
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            for a in st.names:
+                out[(a.asname or a.name).split(".")[0]] = st
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out[st.name] = st
+        elif isinstance(st, ast.Assign):
+            for t in st.targets:
+                if isinstance(t, ast.Name):
+                    out[t.id] = st
+    return out
+
+
+def _free_names(tree: ast.AST, defined) -> set[str]:
+    import builtins
+
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    local |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments)
+              for a in n.args + n.kwonlyargs + n.posonlyargs + [x for x in (n.vararg, n.kwarg) if x]}
+    local |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    local |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in n.names}
+    return used - local - set(defined) - set(dir(builtins))
+
+
+def _helpers(code: str, earlier: list[str]) -> list[str]:
+    """Source of the imports, functions and constants from earlier fences that ``code`` uses but
+    does not define itself (a model that wrote its helper in its own block), in their order."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    pool: dict[str, tuple[int, int, str]] = {}  # name -> (fence, line, source), the latest wins
+    for k, body in enumerate(earlier):
+        try:
+            mod = ast.parse(body)
+        except SyntaxError:
+            continue
+        for name, st in _defined(mod).items():
+            pool[name] = (k, st.lineno, ast.get_source_segment(body, st) or "")
+    need, taken = _free_names(tree, _defined(tree)), {}
+    while need:
+        found = {n: pool[n] for n in need if n in pool and n not in taken}
+        if not found:
+            break
+        taken.update(found)
+        need = set()
+        for _, _, src in found.values():
+            try:
+                need |= _free_names(ast.parse(src), {}) - set(taken)
+            except SyntaxError:
+                pass
+    return list(dict.fromkeys(src for _, _, src in sorted(taken.values())))
+
+
 def parse_code(text: str) -> Parsed:
-    """Find the ``transform`` program: the last fence that defines it, else bare code."""
+    """Find the ``transform`` program: the last fence that defines it (an alternative loses to
+    the main answer), with the helpers it uses from earlier fences; else bare code."""
     body, note = strip_thinking(text or "")
     if body is None:
-        return Parsed(None, "failed", note)
+        return Parsed(None, TRUNCATED_THINKING, note)
     fences = [f for f in _fences(body) if f[0] in ("", "python", "py", "python3")]
     with_transform = [f for f in fences if _DEFINES.search(f[1])]
     if with_transform:
-        lang, code, closed = with_transform[-1]
+        leads, prev = {}, 0
+        for f in fences:
+            leads[f[3]] = _lead(body, f[3], prev)
+            prev = f[3] + 3
+        main = [f for f in with_transform if not _is_alternative(leads[f[3]])] or with_transform
+        lang, code, closed, start = main[-1]
         code = code.rstrip()
         notes = [x for x in (note,) if x]
         if len(with_transform) > 1:
-            notes.append(f"last of {len(with_transform)} blocks defining transform")
+            notes.append(f"{'last' if main[-1] is with_transform[-1] else 'main'} of {len(with_transform)} blocks defining transform")
+        helpers = _helpers(code, [f[1] for f in fences if f[3] < start])
+        if helpers:
+            code = "\n\n".join(helpers + [code])
+            notes.append(f"kept {len(helpers)} helper(s) from an earlier block")
         if not closed:
             notes.append("unclosed fence (cut off?)")
             if not _compiles(code):

@@ -3,7 +3,9 @@
 * ``direct_messages``: answer with the output table as JSON.
 * ``write_messages``: write ``def transform(table):`` in one ```python block.
 * ``fix_messages``: the write conversation, the previous code as the model's own turn, then
-  what went wrong on the public example (error category and message, or a row diff).
+  what went wrong on the public example (error category and message, or a row diff) and, when
+  the program crashed on the new input, that crash. With ``history`` (``--repair-history``)
+  the earlier attempts and their feedback come first as alternating turns.
 
 Tables are rendered as compact JSON, one row per line, so a model sees the exact strings it must
 produce and the row structure at a glance. Feedback text is capped (``MAX_FEEDBACK_CHARS``) so
@@ -77,23 +79,41 @@ def describe_feedback(feedback: Feedback) -> str:
         head = "Your answer did not contain a usable `def transform(table):` function."
     elif feedback.error == "wrong_output":
         head = "The function ran on the example input, but its output differs from the example output."
+    elif feedback.error == "new_input_crash":
+        head = ("The function reproduces the example output, but running it on the new input failed "
+                f"(error: {feedback.test_error}).")
     else:
         head = f"Running the function on the example input failed (error: {feedback.error})."
-    return f"{head}\n{message}" if message else head
+    text = f"{head}\n{message}" if message else head
+    if feedback.test_error and feedback.error != "new_input_crash":
+        text += f"\nOn the new input it failed too (error: {feedback.test_error})."
+        if feedback.test_message:
+            text += f"\n{_cap(feedback.test_message, MAX_FEEDBACK_CHARS // 2)}"
+    return text
 
 
-def fix_messages(task: Task, previous_code: str, feedback: Feedback) -> list[dict]:
-    """The write conversation, the previous code as the assistant's turn, then the feedback."""
-    code = previous_code.strip() if previous_code else ""
-    previous = f"```python\n{code}\n```" if code else "(no code)"
-    user = (
-        f"{describe_feedback(feedback)}\n\n"
-        "Fix the function. Answer with the complete corrected `def transform(table):` "
-        "function in one ```python code block."
-    )
-    return write_messages(task) + [
-        {"role": "assistant", "content": previous},
-        {"role": "user", "content": user},
+_FIX_ASK = ("Fix the function. Answer with the complete corrected `def transform(table):` "
+            "function in one ```python code block.")
+
+
+def _code_turn(code: str | None) -> dict:
+    code = code.strip() if code else ""
+    return {"role": "assistant", "content": f"```python\n{code}\n```" if code else "(no code)"}
+
+
+def fix_messages(task: Task, previous_code: str, feedback: Feedback,
+                 history: list[tuple[str | None, Feedback]] | None = None) -> list[dict]:
+    """The write conversation, the previous code as the assistant's turn, then the feedback.
+
+    ``history``: earlier (code, feedback) attempts, oldest first, shown before the latest one as
+    alternating assistant and user turns (off by default so existing prompts and caches hold).
+    """
+    turns: list[dict] = []
+    for code, fb in history or []:
+        turns += [_code_turn(code), {"role": "user", "content": f"{describe_feedback(fb)}\n\n{_FIX_ASK}"}]
+    return write_messages(task) + turns + [
+        _code_turn(previous_code),
+        {"role": "user", "content": f"{describe_feedback(feedback)}\n\n{_FIX_ASK}"},
     ]
 
 
@@ -140,20 +160,26 @@ def table_diff(expected: Table, produced: Table) -> str:
     return _cap("\n".join(lines), MAX_FEEDBACK_CHARS)
 
 
-def feedback_from_run(expected: Table, produced: Table | None, error: str | None, message: str) -> Feedback:
-    """Feedback for a repair prompt from one run of a program on the public example.
+def feedback_from_run(expected: Table, produced: Table | None, error: str | None, message: str,
+                      test_error: str | None = None, test_message: str = "") -> Feedback:
+    """Feedback for a repair prompt from one run of a program on the public example (and, when
+    it crashed, the run on the new input: visible, since it needs no answer).
 
     With a sandbox ``error`` the category and its (capped) message are kept; a program that ran
     but produced the wrong table (``error`` None or ``"wrong_output"``) gets ``wrong_output``
-    and a row diff. A run whose output matches
-    gets error ``"none"`` (callers normally do not ask for a repair then).
+    and a row diff. A run whose output matches gets ``"new_input_crash"`` when the new-input run
+    failed (``test_error``), else error ``"none"`` (callers normally do not ask for a repair then).
     """
+    crash = {"test_error": test_error, "test_message": _cap(test_message or "", MAX_FEEDBACK_CHARS)} if test_error else {}
     if error == "wrong_output" and produced is not None:
         error = None  # a table came back: the row diff says more than a generic message
     if error:
-        return Feedback(error=error, message=_cap(message or "", MAX_FEEDBACK_CHARS), produced=produced)
+        return Feedback(error=error, message=_cap(message or "", MAX_FEEDBACK_CHARS), produced=produced, **crash)
     if produced is None:
-        return Feedback(error="bad_output", message=_cap(message or "the function returned no table", MAX_FEEDBACK_CHARS))
+        return Feedback(error="bad_output", message=_cap(message or "the function returned no table", MAX_FEEDBACK_CHARS), **crash)
     if produced == expected:
+        if crash:
+            return Feedback(error="new_input_crash", message=crash["test_message"], produced=produced,
+                            test_error=test_error)
         return Feedback(error="none", message="The output matches the example output.", produced=produced)
-    return Feedback(error="wrong_output", message=table_diff(expected, produced), produced=produced)
+    return Feedback(error="wrong_output", message=table_diff(expected, produced), produced=produced, **crash)

@@ -29,6 +29,7 @@ class RolloutConfig:
     progress_every: int = 0  # print a one-line status every N cases (0: only the tqdm bar)
     progress: bool = True
     program_samples: int = 1  # independent WRITE samples per case (k > 1 adds records' ``samples``)
+    repair_history: bool = False  # FIX prompts show every earlier attempt, not just the latest
 
 
 @dataclass
@@ -40,6 +41,7 @@ class _Attempt:
     rounds: list = field(default_factory=list)
     samples: list = field(default_factory=list)
     feedback: object = None
+    history: list = field(default_factory=list)  # (code, feedback) of earlier rounds, for repair_history
 
     @property
     def solved_visible(self) -> bool:
@@ -80,7 +82,7 @@ def _run_programs(backend: Backend, sandbox, attempts: list[_Attempt], reqs: lis
     parsed = [parse_code(c.text) for c in comps]
     jobs, owners = [], []
     for i, (a, p) in enumerate(zip(attempts, parsed)):
-        if p.status != "failed":
+        if p.value is not None:  # "failed" and "truncated_thinking" hold no program
             jobs += [(p.value, a.case.input_table), (p.value, a.case.test_table)]
             owners.append(i)
     results = sandbox.run_many(jobs, timeout_s=cfg.exec_timeout_s, memory_mb=cfg.memory_mb) if jobs else []
@@ -94,8 +96,9 @@ def _run_programs(backend: Backend, sandbox, attempts: list[_Attempt], reqs: lis
             if vis_res.ok and not passed:
                 visible["error"], visible["message"] = "wrong_output", "output differs from the public example"
             test_output = test_res.output if test_res.ok else None
-            feedback = None if passed else feedback_from_run(
-                a.case.output_table, vis_res.output, visible["error"], visible["message"])
+            crashed = (test["error"] or "crash") if not test_res.ok else None  # visible: the new input needs no answer
+            feedback = None if passed and not crashed else feedback_from_run(
+                a.case.output_table, vis_res.output, visible["error"], visible["message"], crashed, test["message"] or "")
         else:
             msg = f"no program found in the answer: {p.detail}"
             visible = {"ok": False, "error": "parse", "message": msg, "wall_ms": 0.0, "output": None}
@@ -104,7 +107,7 @@ def _run_programs(backend: Backend, sandbox, attempts: list[_Attempt], reqs: lis
             feedback = feedback_from_run(a.case.output_table, None, "parse", msg)
         out.append(({
             "round": req.round, "kind": req.kind, "raw": comp.text,
-            "code": p.value if p.status != "failed" else None,
+            "code": p.value,
             "parse": {"status": p.status, "detail": p.detail},
             "visible": visible, "visible_pass": passed, "test": test, "test_output": test_output,
             "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
@@ -121,11 +124,13 @@ def _program_wave(backend: Backend, sandbox, attempts: list[_Attempt], rnd: int,
             reqs.append(GenerationRequest("write", write_messages(a.task), a.task, round=0))
         else:
             prev = a.rounds[-1]["code"] or ""
-            reqs.append(GenerationRequest("fix", fix_messages(a.task, prev, a.feedback), a.task,
+            history = a.history[:-1] if cfg.repair_history else None
+            reqs.append(GenerationRequest("fix", fix_messages(a.task, prev, a.feedback, history), a.task,
                                           round=rnd, previous_code=prev, feedback=a.feedback))
     for a, (rnd_dict, feedback) in zip(attempts, _run_programs(backend, sandbox, attempts, reqs, cfg)):
         a.rounds.append(rnd_dict)
         a.feedback = feedback
+        a.history.append((rnd_dict["code"], feedback))
 
 
 def _sample_wave(backend: Backend, sandbox, attempts: list[_Attempt], cfg: RolloutConfig) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib
 
-from .base import Backend, BackendConfig, Completion, Feedback, GenerationRequest, Task
+from .base import Backend, BackendConfig, Completion, Feedback, GenerationRequest, PartialGeneration, Task
 
 # name -> "module:Class"; heavy modules (torch, vllm, http) load only when their backend is chosen
 _REGISTRY: dict[str, str] = {
@@ -28,6 +28,6 @@ def get_backend(config: BackendConfig) -> Backend:
 
 
 __all__ = [
-    "Backend", "BackendConfig", "Completion", "Feedback", "GenerationRequest", "Task",
+    "Backend", "BackendConfig", "Completion", "Feedback", "GenerationRequest", "PartialGeneration", "Task",
     "available_backends", "get_backend",
 ]

@@ -101,13 +101,57 @@ def stop_token_ids(tokenizer: Any, model: Any) -> list[int]:
     return ids
 
 
-def render_chat(tokenizer: Any, messages: list[dict], enable_thinking: bool) -> str:
+def default_top_k(generation_config: Any) -> int:
+    """The top-k a model's own generation config asks for; 0 (off) when it sets none.
+
+    transformers falls back to top_k=50 for an unset value while vLLM and OpenAI-compatible
+    servers use no top-k, so the hf backend passes this explicitly to sample the same way.
+    """
+    k = getattr(generation_config, "top_k", None) if generation_config is not None else None
+    return int(k) if k is not None and int(k) > 0 else 0
+
+
+def folder_identity(path: str) -> dict:
+    """A model folder's identity for the generation cache: hashes of its config files and the
+    names and sizes of its weight files (cheap; a re-converted or fine-tuned folder differs).
+    A hub name that is not a folder is identified by the commit hash in its local cache."""
+    import hashlib
+    import os
+
+    if not os.path.isdir(path):
+        try:
+            from transformers import AutoConfig
+
+            return {"revision": getattr(AutoConfig.from_pretrained(path), "_commit_hash", None)}
+        except (OSError, ValueError):
+            return {}
+    h = hashlib.sha256()
+    weights = []
+    for name in sorted(os.listdir(path)):
+        full = os.path.join(path, name)
+        if name in ("config.json", "generation_config.json", "tokenizer_config.json", "chat_template.jinja"):
+            with open(full, "rb") as fh:
+                h.update(name.encode() + b"\0" + fh.read())
+        elif name.endswith((".safetensors", ".bin", ".gguf")):
+            weights.append([name, os.path.getsize(full)])
+    return {"config_sha256": h.hexdigest()[:16], "weights": weights}
+
+
+def render_chat(tokenizer: Any, messages: list[dict], enable_thinking: bool, template_kwargs: bool = True) -> str:
     """The prompt string from the model's own chat template, ready for the assistant's turn.
 
-    ``enable_thinking`` goes to the template (Qwen3/3.5 read it; other templates ignore it).
+    ``enable_thinking`` goes to the template (Qwen3/3.5 read it; other templates ignore it)
+    unless ``template_kwargs`` is off.
     """
-    return tokenizer.apply_chat_template(
-        messages, tokenize=False, add_generation_prompt=True, enable_thinking=enable_thinking)
+    kwargs = {"enable_thinking": enable_thinking} if template_kwargs else {}
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kwargs)
+
+
+def opens_thinking(prompt: str) -> bool:
+    """True when the rendered prompt ends inside an open ``<think>`` block (the template opened
+    it for the model), so a completion without tags is all reasoning."""
+    tail = prompt.rstrip()
+    return tail.rfind("<think>") > tail.rfind("</think>")
 
 
 def split_completion(row: list[int], stop_ids: list[int]) -> tuple[list[int], int, str]:

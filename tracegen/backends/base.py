@@ -27,9 +27,13 @@ class Task:
 class Feedback:
     """What the last program did on the public example, shown to the model in a repair prompt."""
 
-    error: str  # a sandbox error category, "parse" (no code found) or "wrong_output"
+    error: str  # a sandbox error category, "parse" (no code found), "wrong_output", or
+    # "new_input_crash" (right on the example, crashed on the new input)
     message: str  # short, model-actionable text
     produced: Table | None = None  # the program's output on the public example, if any
+    # the run on the new input (visible: it needs no answer) when it crashed; "" when it ran
+    test_error: str = ""
+    test_message: str = ""
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class BackendConfig:
     model: str | None = None
     temperature: float = 0.0
     top_p: float = 1.0
+    top_k: int | None = None  # None: the model's generation config (no top-k when it sets none)
     seed: int = 0
     max_new_tokens: int = 1024
     batch_size: int = 8
@@ -72,6 +77,7 @@ class BackendConfig:
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     request_timeout_s: float = 120.0
+    chat_template_kwargs: bool = True  # send enable_thinking to the template (off: servers that reject it)
     max_retries: int = 5
     replay_path: str | None = None
     cache_dir: str | None = None  # generation cache; None disables it
@@ -79,7 +85,20 @@ class BackendConfig:
     synth_write_nodes: int = 100
     synth_fix_nodes: int = 40_000
     synth_time_budget_s: float = 20.0
+    # engine options: vllm reads max_model_len, gpu_memory_utilization, enforce_eager,
+    # language_model_only, tensor_parallel_size; openai reads retry_base_s, retry_max_s
     extra: dict = field(default_factory=dict)
+
+
+class PartialGeneration(RuntimeError):
+    """Some requests of a batch failed for good (e.g. HTTP 400): ``completions[i]`` is None for
+    those and ``errors`` maps their index to a one-line reason. The generation cache stores the
+    finished ones before passing the error on, so a rerun pays only for the failed requests."""
+
+    def __init__(self, message: str, completions: list, errors: dict[int, str]):
+        super().__init__(message)
+        self.completions = completions
+        self.errors = errors
 
 
 class Backend(ABC):
@@ -97,6 +116,11 @@ class Backend(ABC):
     @abstractmethod
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
         """Return one completion per request, in input order."""
+
+    def identity(self) -> dict:
+        """What pins the model beyond its name (a config hash, a served model's id and root);
+        part of the generation cache key so two different models under one name never share hits."""
+        return {}
 
     def close(self) -> None:
         pass

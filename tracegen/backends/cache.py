@@ -1,8 +1,11 @@
 """A generation cache on disk, wrapping any backend, so reruns and resumed runs skip paid work.
 
-The key is the sha256 of the JSON of: backend name, model, the chat messages, the sampling
-parameters (temperature, top_p, seed, max_new_tokens, enable_thinking, load_in_4bit, dtype)
-and the sample index. Each entry is one small JSON file at ``<dir>/<key[:2]>/<key>.json``,
+The key is the sha256 of the JSON of: backend name, model name and identity (``identity()``:
+a model folder's config hash and weight sizes, a served model's id and root), ``base_url``,
+the chat messages, the sampling parameters (temperature, top_p, top_k, seed, max_new_tokens,
+enable_thinking, chat_template_kwargs, load_in_4bit, dtype), the backend's ``extra`` engine
+settings (retry timings excepted: they change no output) and the sample index. An entry that
+is unreadable, ``null`` or missing fields is a miss and is regenerated. Each entry is one small JSON file at ``<dir>/<key[:2]>/<key>.json``,
 written to a temporary file in the same folder and moved into place with ``os.replace``, so a
 killed run never leaves a torn entry and concurrent runs sharing a cache cannot corrupt it.
 
@@ -16,12 +19,22 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, fields
 
-from .base import Backend, Completion, GenerationRequest
+from .base import Backend, Completion, GenerationRequest, PartialGeneration
 
-CACHE_VERSION = 1
-_SAMPLING_FIELDS = ("temperature", "top_p", "seed", "max_new_tokens", "enable_thinking", "load_in_4bit", "dtype")
+CACHE_VERSION = 2
+_SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "seed", "max_new_tokens", "enable_thinking",
+                    "chat_template_kwargs", "load_in_4bit", "dtype")
+_TRANSPORT_ONLY = ("retry_base_s", "retry_max_s")  # extra keys that change no output
+_REQUIRED = {"text": str, "prompt_tokens": int, "completion_tokens": int, "latency_ms": (int, float),
+             "finish_reason": str}
+_KNOWN = {f.name for f in fields(Completion)}
+
+
+def _valid(data) -> bool:
+    return isinstance(data, dict) and all(isinstance(data.get(k), t) and not isinstance(data.get(k), bool)
+                                          for k, t in _REQUIRED.items())
 
 
 class CachedBackend(Backend):
@@ -34,6 +47,7 @@ class CachedBackend(Backend):
         self.cache_dir = cache_dir
         self.hits = 0
         self.misses = 0
+        self._identity = inner.identity()
         os.makedirs(cache_dir, exist_ok=True)
 
     @property
@@ -46,6 +60,9 @@ class CachedBackend(Backend):
             "v": CACHE_VERSION,
             "backend": self.inner.name,
             "model": self.inner.model_name,
+            "identity": self._identity,
+            "base_url": self.config.base_url,
+            "extra": {k: v for k, v in self.config.extra.items() if k not in _TRANSPORT_ONLY},
             "messages": request.messages,
             "sampling": sampling,
             "sample": request.sample,
@@ -64,6 +81,9 @@ class CachedBackend(Backend):
             return None
         except (OSError, ValueError):
             return None  # unreadable entry: regenerate and overwrite it
+        if not _valid(data):
+            return None  # null, partial or mistyped entry: regenerate and overwrite it
+        data = {k: v for k, v in data.items() if k in _KNOWN}
         data["cached"] = True
         return Completion(**data)
 
@@ -89,7 +109,13 @@ class CachedBackend(Backend):
         self.hits += len(requests) - len(missing)
         self.misses += len(missing)
         if missing:
-            fresh = self.inner.generate([requests[i] for i in missing])
+            try:
+                fresh = self.inner.generate([requests[i] for i in missing])
+            except PartialGeneration as err:
+                for i, c in zip(missing, err.completions):
+                    if c is not None:
+                        self._store(keys[i], c)  # keep what was paid for before failing
+                raise
             if len(fresh) != len(missing):
                 raise RuntimeError(f"{self.inner.name} backend returned {len(fresh)} completions for {len(missing)} requests")
             for i, c in zip(missing, fresh):

@@ -9,16 +9,25 @@ Counts: prompt tokens are the rendered prompt's tokens; completion tokens are th
 tokens up to and including the stop token. Latency: a batch's wall time divided evenly across
 its requests (a batch finishes together, so no single request has its own time).
 
-Sampling (``temperature > 0``) seeds torch from ``config.seed`` and the batch's prompts, so the
-same batch gives the same outputs; a different batch split (another ``--batch-size``) changes
-sampled outputs. Greedy decoding does not depend on the split beyond padding numerics.
+Sampling (``temperature > 0``): a batch holds requests of one sample index only, and torch is
+seeded from ``config.seed``, that index and the batch's prompts, so the same batch gives the same
+outputs and independent samples of one prompt differ; a different batch split (another
+``--gen-batch-size``) changes sampled outputs. ``top_k`` is ``config.top_k`` or else the model's
+own generation config (0, no top-k, when it sets none: what vLLM and servers do; transformers
+alone would fall back to 50). Greedy decoding does not depend on the split beyond padding numerics.
+
+When the rendered prompt ends inside an open ``<think>`` (a template that opens the reasoning
+block for the model), the completion text starts with that ``<think>`` tag, so the text is the
+whole assistant turn and a completion cut off while thinking parses as ``truncated_thinking``.
 """
 from __future__ import annotations
 
 import hashlib
 import time
 
-from ._tokens import load_model, render_chat, split_completion
+from tracegen.models import resolve_model
+
+from ._tokens import default_top_k, folder_identity, load_model, opens_thinking, render_chat, split_completion
 from .base import Backend, BackendConfig, Completion, GenerationRequest
 
 
@@ -31,23 +40,34 @@ class HFBackend(Backend):
             raise ValueError("the hf backend needs --model (a local folder or a cached hub name)")
         if config.batch_size < 1:
             raise ValueError("--batch-size must be at least 1")
-        self.loaded = load_model(config.model, device=config.device, dtype=config.dtype,
+        self.path = resolve_model(config.model)  # a packaged name (smollm2) becomes its folder
+        self.loaded = load_model(self.path, device=config.device, dtype=config.dtype,
                                  load_in_4bit=config.load_in_4bit)
+        gen = getattr(self.loaded.model, "generation_config", None)
+        self.top_k = config.top_k if config.top_k is not None else default_top_k(gen)
+
+    def identity(self) -> dict:
+        return folder_identity(self.path)
 
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
         tok = self.loaded.tokenizer
-        prompts = [render_chat(tok, r.messages, self.config.enable_thinking) for r in requests]
+        prompts = [render_chat(tok, r.messages, self.config.enable_thinking, self.config.chat_template_kwargs)
+                   for r in requests]
         lengths = [len(tok(p, add_special_tokens=False).input_ids) for p in prompts]
-        order = sorted(range(len(prompts)), key=lambda i: lengths[i])
+        # one sample index per batch (its own seed), short prompts together (little padding)
+        order = sorted(range(len(prompts)), key=lambda i: (requests[i].sample, lengths[i]))
         out: list[Completion | None] = [None] * len(prompts)
         size = self.config.batch_size
-        for start in range(0, len(order), size):
-            idx = order[start : start + size]
-            for i, c in zip(idx, self.generate_prompts([prompts[i] for i in idx])):
+        start = 0
+        while start < len(order):
+            sample = requests[order[start]].sample
+            idx = [i for i in order[start : start + size] if requests[i].sample == sample]
+            for i, c in zip(idx, self.generate_prompts([prompts[i] for i in idx], sample)):
                 out[i] = c
+            start += len(idx)
         return out  # type: ignore[return-value]
 
-    def generate_prompts(self, prompts: list[str]) -> list[Completion]:
+    def generate_prompts(self, prompts: list[str], sample: int = 0) -> list[Completion]:
         """One ``generate`` call over already-rendered prompts (one batch)."""
         import torch
 
@@ -58,9 +78,8 @@ class HFBackend(Backend):
                       pad_token_id=m.tokenizer.pad_token_id)
         if cfg.temperature > 0:
             digest = hashlib.sha256("\x00".join(prompts).encode("utf-8")).digest()
-            torch.manual_seed(cfg.seed * 1_000_003 + int.from_bytes(digest[:4], "big"))
-            kwargs.update(do_sample=True, temperature=cfg.temperature, top_p=cfg.top_p,
-                          top_k=int(cfg.extra.get("top_k", 0)))
+            torch.manual_seed((cfg.seed + sample) * 1_000_003 + int.from_bytes(digest[:4], "big"))
+            kwargs.update(do_sample=True, temperature=cfg.temperature, top_p=cfg.top_p, top_k=self.top_k)
         else:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         t0 = time.perf_counter()
@@ -70,9 +89,11 @@ class HFBackend(Backend):
         new = generated[:, enc["input_ids"].shape[1] :].tolist()
         prompt_tokens = enc["attention_mask"].sum(dim=1).tolist()
         completions = []
-        for row, n_prompt in zip(new, prompt_tokens):
+        for prompt, row, n_prompt in zip(prompts, new, prompt_tokens):
             ids, n_done, finish = split_completion(row, m.stop_ids)
             text = m.tokenizer.decode(ids, skip_special_tokens=True)
+            if opens_thinking(prompt) and not text.lstrip().startswith("<think>"):
+                text = "<think>\n" + text  # the template opened it: the turn starts inside it
             completions.append(Completion(text, int(n_prompt), n_done, per_ms, finish))
         return completions
 
