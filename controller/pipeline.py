@@ -331,5 +331,5 @@ def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -
     if cfg.export_sft:
         from .sft import export_sft
 
-        log(f"wrote {reports / 'sft'}: {export_sft(records, reports / 'sft')} verified conversations")
+        log(f"wrote {reports / 'sft'}: {export_sft(records, reports / 'sft', cfg.rollout.repair_history)} verified conversations")
     return full

@@ -26,7 +26,7 @@ from .outputs import atomic_write_text
 EXPORT_SPLITS = ("train", "dev")
 
 
-def verified_conversations(record: dict) -> list[dict]:
+def verified_conversations(record: dict, repair_history: bool = False) -> list[dict]:
     """Every verified trajectory of one record as an SFT row (split filtering is the caller's)."""
     base = {"case_id": record["case_id"], "family": record["family"], "split": record.get("split")}
     rows = []
@@ -36,19 +36,22 @@ def verified_conversations(record: dict) -> list[dict]:
     for j, (chain, exact) in enumerate(program_chains(record)):
         for i, rnd in enumerate(chain):
             if rnd.get("visible_pass") and exact[i] and rnd.get("raw"):
-                rows.append({"messages": round_conversation(record, chain, i), **base,
+                rows.append({"messages": round_conversation(record, chain, i, repair_history), **base,
                              "kind": "program" if i == 0 else "repair", "sample": j, "round": i})
                 break
     return rows
 
 
-def export_sft(records: list[dict], out_dir: str | Path) -> dict[str, int]:
-    """Write ``train.jsonl`` and ``dev.jsonl`` under ``out_dir``; returns rows per file."""
+def export_sft(records: list[dict], out_dir: str | Path, repair_history: bool = False) -> dict[str, int]:
+    """Write ``train.jsonl`` and ``dev.jsonl`` under ``out_dir``; returns rows per file.
+
+    ``repair_history``: the traces were made with ``--repair-history`` (FIX prompts showed every
+    earlier attempt), so the rebuilt prompts must show them too."""
     test_families = {r["family"] for r in records if r.get("split") == "test"}
     by_split: dict[str, list[dict]] = {s: [] for s in EXPORT_SPLITS}
     for rec in records:
         if rec.get("split") in by_split and rec["family"] not in test_families:
-            by_split[rec["split"]].extend(verified_conversations(rec))
+            by_split[rec["split"]].extend(verified_conversations(rec, repair_history))
     counts = {}
     for split, rows in by_split.items():
         atomic_write_text(Path(out_dir) / f"{split}.jsonl",

@@ -50,8 +50,8 @@ def check_trl_conversation(row: dict) -> None:
     assert {"case_id", "family", "split", "kind"} <= set(row)
 
 
-@pytest.fixture(scope="module")
-def traced():
+@pytest.fixture(scope="module", params=[False, True], ids=["latest-attempt", "repair-history"])
+def traced(request):
     from sandbox import Sandbox
 
     case = Case("fam/fam_1", "fam", [["Ann", "3"], ["Bob", "4"]], [["Ann"], ["Bob"]],
@@ -59,30 +59,34 @@ def traced():
     backend = ScriptedBackend()
     with Sandbox(workers=1) as sb:
         [record] = trace_cases([case], {"fam/fam_1": "train"}, backend, sb,
-                               RolloutConfig(max_repairs=2, program_samples=3, progress=False))
-    return record, backend.seen
+                               RolloutConfig(max_repairs=2, program_samples=3, progress=False,
+                                             repair_history=request.param))
+    return record, backend.seen, request.param
 
 
 def test_rebuilt_prompts_are_the_prompts_the_model_was_sent(traced):
-    record, seen = traced
+    record, seen, history = traced
     task = record_task(record)
     assert direct_conversation(record)[:-1] == seen[("direct", 0, 0)]
     chains = program_chains(record)
     assert [len(c) for c, _ in chains] == [3, 1, 1]
     for j, (chain, _) in enumerate(chains):
         for i, rnd in enumerate(chain):
-            assert round_messages(task, chain, i) == seen[(rnd["kind"], i, j)], (j, i)
+            assert round_messages(task, chain, i, history) == seen[(rnd["kind"], i, j)], (j, i)
+    # with the history, the second repair prompt also shows the first attempt
+    assert (len(seen[("fix", 2, 0)]) > len(seen[("fix", 1, 0)]) + 1) == history
     # the second repair prompt shows the crash of round 1, not the wrong output of round 0
     assert "error: exception" in seen[("fix", 2, 0)][-1]["content"]
 
 
 def test_verified_trajectories_of_a_traced_record(traced):
-    record, seen = traced
-    rows = {(r["kind"], r["sample"], r["round"]): r for r in verified_conversations(record)}
+    record, seen, history = traced
+    rows = {(r["kind"], r["sample"], r["round"]): r for r in verified_conversations(record, history)}
     assert set(rows) == {("direct", None, None), ("repair", 0, 2), ("program", 1, 0)}
     repair = rows[("repair", 0, 2)]["messages"]
     assert repair[:-1] == seen[("fix", 2, 0)]
-    assert [m["role"] for m in repair] == ["system", "user", "assistant", "user", "assistant"]
+    turns = ["system", "user"] + ["assistant", "user"] * (2 if history else 1) + ["assistant"]
+    assert [m["role"] for m in repair] == turns
     assert repair[-1]["content"] == RIGHT  # the stored raw answer
     assert rows[("program", 1, 0)]["messages"][-1]["content"] == RIGHT
     for r in rows.values():

@@ -42,18 +42,27 @@ def program_chains(record: dict) -> list[tuple[list[dict], list[bool | None]]]:
 
 
 def round_feedback(task: Task, rnd: dict):
-    """The repair feedback a failed round produced (what the next FIX prompt shows)."""
-    visible = rnd.get("visible") or {}
+    """The repair feedback a round produced (what the next FIX prompt shows); None when it passed
+    the public example and ran on the new input. The rollout builds its feedback here too."""
+    visible, test = rnd.get("visible") or {}, rnd.get("test") or {}
+    if visible.get("error") == "parse":  # no program: nothing ran on the new input either
+        return feedback_from_run(task.output_table, None, "parse", visible.get("message") or "")
+    crashed = (test.get("error") or "crash") if not test.get("ok") else None  # visible: needs no answer
+    if rnd.get("visible_pass") and not crashed:
+        return None
     return feedback_from_run(task.output_table, visible.get("output"), visible.get("error"),
-                             visible.get("message") or "")
+                             visible.get("message") or "", crashed, test.get("message") or "")
 
 
-def round_messages(task: Task, chain: list[dict], i: int) -> list[dict]:
-    """The messages the model was sent for round ``i`` of ``chain`` (WRITE at 0, else FIX)."""
+def round_messages(task: Task, chain: list[dict], i: int, repair_history: bool = False) -> list[dict]:
+    """The messages the model was sent for round ``i`` of ``chain`` (WRITE at 0, else FIX).
+
+    ``repair_history`` (``--repair-history``): the FIX prompt also shows every earlier attempt."""
     if i == 0:
         return write_messages(task)
     prev = chain[i - 1]
-    return fix_messages(task, prev.get("code") or "", round_feedback(task, prev))
+    history = [(r.get("code"), round_feedback(task, r)) for r in chain[: i - 1]] if repair_history else None
+    return fix_messages(task, prev.get("code") or "", round_feedback(task, prev), history)
 
 
 def direct_conversation(record: dict) -> list[dict]:
@@ -62,7 +71,7 @@ def direct_conversation(record: dict) -> list[dict]:
         {"role": "assistant", "content": (record.get("direct") or {}).get("raw") or ""}]
 
 
-def round_conversation(record: dict, chain: list[dict], i: int) -> list[dict]:
+def round_conversation(record: dict, chain: list[dict], i: int, repair_history: bool = False) -> list[dict]:
     """The prompt of round ``i`` and the model's raw answer to it."""
-    return round_messages(record_task(record), chain, i) + [
+    return round_messages(record_task(record), chain, i, repair_history) + [
         {"role": "assistant", "content": chain[i].get("raw") or ""}]

@@ -16,7 +16,8 @@ from cases import Case, tables_equal
 from .backends import Backend, GenerationRequest, Task
 from .grading import hidden_block
 from .parsing import parse_code, parse_table
-from .prompts import direct_messages, feedback_from_run, fix_messages, write_messages
+from .conversations import round_feedback
+from .prompts import direct_messages, fix_messages, write_messages
 from .records import SCHEMA_VERSION, append_record
 
 
@@ -96,23 +97,20 @@ def _run_programs(backend: Backend, sandbox, attempts: list[_Attempt], reqs: lis
             if vis_res.ok and not passed:
                 visible["error"], visible["message"] = "wrong_output", "output differs from the public example"
             test_output = test_res.output if test_res.ok else None
-            crashed = (test["error"] or "crash") if not test_res.ok else None  # visible: the new input needs no answer
-            feedback = None if passed and not crashed else feedback_from_run(
-                a.case.output_table, vis_res.output, visible["error"], visible["message"], crashed, test["message"] or "")
         else:
             msg = f"no program found in the answer: {p.detail}"
             visible = {"ok": False, "error": "parse", "message": msg, "wall_ms": 0.0, "output": None}
             test = {"ok": False, "error": "parse", "message": msg, "wall_ms": 0.0}
             passed, test_output = False, None
-            feedback = feedback_from_run(a.case.output_table, None, "parse", msg)
-        out.append(({
+        rnd = {
             "round": req.round, "kind": req.kind, "raw": comp.text,
             "code": p.value,
             "parse": {"status": p.status, "detail": p.detail},
             "visible": visible, "visible_pass": passed, "test": test, "test_output": test_output,
             "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
             "gen_ms": round(comp.latency_ms, 3), "finish_reason": comp.finish_reason,
-        }, feedback))
+        }
+        out.append((rnd, round_feedback(a.task, rnd)))
     return out
 
 
