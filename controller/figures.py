@@ -29,7 +29,8 @@ POLICY_ORDER = (
 )
 ORACLE = "oracle_seq"
 # Frontier cost kinds and their per-case unit: tokens are counted in thousands.
-COST_UNITS = {"generations": "program generations", "tokens": "thousand generated tokens"}
+COST_UNITS = {"generations": "program generations", "tokens": "thousand generated tokens",
+              "work": "thousand work units (search nodes for synth, tokens for models)"}
 
 
 # ----------------------------------------------------------------------------- data helpers
@@ -63,7 +64,8 @@ def _n(rows: list[tuple[str, Mapping]]) -> int:
 
 
 def cost_per_case(res: Mapping, cost: str) -> float:
-    """Program generations (or thousand generated tokens) per traced case, unscored included.
+    """Program generations (or thousand generated tokens, or thousand work units) per traced case,
+    unscored included.
 
     Frontier points carry their ``cost`` in the same unit, so policies and frontiers share
     one x axis.
@@ -71,6 +73,8 @@ def cost_per_case(res: Mapping, cost: str) -> float:
     cases = (res.get("n") or 0) + (res.get("unscored") or 0)
     if cost == "tokens":
         total = (res.get("generated_tokens") or 0) / 1000
+    elif cost == "work":
+        total = (res.get("work") or 0) / 1000
     else:
         total = res.get("program_generations") or 0
     return total / cases if cases else 0.0

@@ -51,6 +51,9 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--test-families", type=int, default=None, help="families in the test split (default ~25%%)")
     g.add_argument("--dev-families", type=int, default=None, help="families in the dev split (default ~20%%)")
     g.add_argument("--split-manifest", default=None, help="reuse the split of a saved split_manifest.json")
+    g.add_argument("--headroom-probe", action="store_true", help="deal families where a program beats the direct "
+                   "answer over the splits first; read from one probe case per family, which is then left out of "
+                   "every score (default: the split depends on the seed and family names only)")
 
     g = p.add_argument_group("backend (how the model attempts cases)")
     g.add_argument("--backend", default="synth", help="synth (default, offline), hf, vllm, openai, replay")
@@ -98,7 +101,11 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--dagger-beta", type=float, default=0.5, help="DAgger initial oracle mixing rate (annealed to 0)")
     g.add_argument("--cv-folds", type=int, default=0, help="family-level cross-validation folds (0: off)")
     g.add_argument("--policies", default=None, help="comma-separated policies to report (default: all that were run)")
-    g.add_argument("--cost", default="generations", help="cost model for the budget frontier: generations or tokens")
+    g.add_argument("--cost", default="generations", help="cost model for the oracle labels and the budget frontier: "
+                   "generations (program rounds), tokens (completion tokens) or work (search nodes for synth, "
+                   "completion tokens for model backends)")
+    g.add_argument("--seeds", type=int, default=1, help="retrain every learned controller and the shuffled control "
+                   "with seeds SEED..SEED+N-1 and report mean [min, max] (default 1)")
     return p
 
 
@@ -132,6 +139,7 @@ def build_config(args):
         seed=args.seed, train_lora=args.train_lora, train_shuffled_lora=args.train_shuffled_lora,
         policies=tuple(p.strip() for p in args.policies.split(",") if p.strip()) if args.policies else None,
         dagger_iters=args.dagger_iters, dagger_beta=args.dagger_beta, cv_folds=args.cv_folds, cost=args.cost,
+        seeds=args.seeds,
         progress=not args.no_progress, lora=LoraPolicyConfig(**lora_kw), adapters_dir=str(root / "reports" / "adapters"))
     rollout = RolloutConfig(max_repairs=args.max_repairs, exec_timeout_s=args.exec_timeout, memory_mb=args.memory_mb,
                             wave_size=args.wave_size, program_samples=args.program_samples, progress_every=args.progress_every, progress=not args.no_progress)
@@ -139,7 +147,7 @@ def build_config(args):
                      force=args.force, tag=args.tag, limit_total=args.limit_total,
                      cases_per_family=args.cases_per_family, split_seed=args.split_seed,
                      test_families=args.test_families, dev_families=args.dev_families,
-                     split_manifest=args.split_manifest, workers=args.workers, backend=backend, rollout=rollout,
+                     split_manifest=args.split_manifest, headroom_probe=args.headroom_probe, workers=args.workers, backend=backend, rollout=rollout,
                      experiment=experiment)
 
 
