@@ -86,17 +86,32 @@ def _per_split(outs, seed: int) -> dict:
     return {s: summarize_outcomes([o for o in outs if o["split"] == s], seed=seed) for s in SPLITS}
 
 
-def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool) -> Callable:
+def _lora_examples(data):
+    from .lora import PolicyExample
+
+    return [PolicyExample(s.text, tuple(s.valid_actions), l, w)
+            for s, l, w in zip(data.states, data.labels, data.weights) if len(s.valid_actions) > 1]
+
+
+def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool, dev_data=None, meta_out: dict | None = None) -> Callable:
+    """``fit(training_set, iteration)`` for the LoRA policy; ``dev_data`` (labelled dev states)
+    drives early stopping; each training's timing and memory land in ``meta_out[tag]``."""
     from dataclasses import replace
 
-    from .lora import PolicyExample, train_lora_policy
+    from .lora import train_lora_policy
+
+    dev_examples = _lora_examples(dev_data) if dev_data is not None else None
 
     def fit(data, iteration=None):
-        examples = [PolicyExample(s.text, tuple(s.valid_actions), l, w)
-                    for s, l, w in zip(data.states, data.labels, data.weights) if len(s.valid_actions) > 1]
         lcfg = replace(cfg.lora, seed=cfg.seed, shuffle_labels=shuffle)  # cfg.seed: this seed's run
         tag = name if iteration is None else f"{name}_{iteration}"
-        pol = train_lora_policy(examples, lcfg, f"{cfg.adapters_dir}/{tag}", progress=cfg.progress)
+        pol = train_lora_policy(_lora_examples(data), lcfg, f"{cfg.adapters_dir}/{tag}", progress=cfg.progress,
+                                dev_examples=dev_examples)
+        if meta_out is not None:
+            m = pol.meta
+            meta_out[tag] = {k: m.get(k) for k in ("train_s", "steps", "n_rows", "n_dev_rows", "score_mode",
+                                                   "peak_rss_mb", "peak_cuda_mb", "tiny_base")}
+            meta_out[tag]["best_step"] = (m.get("early_stopping") or {}).get("best_step")
         return _LoraAdapter(pol, name)
 
     return fit
@@ -129,14 +144,17 @@ def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dic
                             "training": "full_state_bc, regret-weighted oracle labels", "description": rule.describe()}
     timing["rule_s"] = round(time.monotonic() - t0, 2)
 
-    # --- LoRA policies --------------------------------------------------------------------
+    # --- LoRA policies (early stopping on labelled dev states) -----------------------------
+    lora_meta: dict = {}
+    dev_data = (labelled(full_state_pairs(_scored(splits["dev"])), cost=cfg.cost)
+                if cfg.train_lora or cfg.train_shuffled_lora else None)
     if cfg.train_lora:
         t = time.monotonic()
-        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False)(data)
+        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False, dev_data, lora_meta)(data)
         timing["lora_s"] = round(time.monotonic() - t, 2)
     if cfg.train_shuffled_lora:
         t = time.monotonic()
-        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True)(data)
+        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True, dev_data, lora_meta)(data)
         timing["lora_shuffled_s"] = round(time.monotonic() - t, 2)
 
     # --- DAgger ----------------------------------------------------------------------------
@@ -146,7 +164,7 @@ def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dic
         fit_rule_iter = lambda d, i: fit_rule(d, rule.model_name, cfg.seed, name="learned_rule_dagger")
         learners = {"learned_rule": fit_rule_iter}
         if cfg.train_lora:
-            learners["lora_seq_policy"] = _lora_fit(cfg, "lora_dagger", False)
+            learners["lora_seq_policy"] = _lora_fit(cfg, "lora_dagger", False, dev_data, lora_meta)
         for lname, fit in learners.items():
             final, hist = run_dagger(fit, train, iters=cfg.dagger_iters, beta0=cfg.dagger_beta, seed=cfg.seed,
                                      evaluate=lambda p: _evaluate_on(p, splits, cfg.seed), cost=cfg.cost)
@@ -157,6 +175,8 @@ def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dic
             log(f"dagger[{lname}] seed {cfg.seed}: "
                 + ", ".join(f"it{h['iter']} test={h['test']['accuracy']}" for h in hist))
         timing["dagger_s"] = round(time.monotonic() - t, 2)
+    if lora_meta:
+        info["lora_training"] = lora_meta
     return policies, info, timing
 
 
@@ -225,7 +245,7 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     rule_fit = lambda d, lam: fit_rule(d, rule_name, cfg.seed, name=f"rule_lam{lam}")
     summary["frontier"] = {"learned_rule": _frontier(rule_fit, train, splits, cfg.frontier_lambdas, cfg)}
     if cfg.train_lora and cfg.lora_frontier_lambdas:
-        lora_fit = _lora_fit(cfg, "lora_frontier", False)
+        lora_fit = _lora_fit(cfg, "lora_frontier", False)  # no early stopping: dev labels are lam = 0
         summary["frontier"]["lora_seq_policy"] = _frontier(lambda d, lam: lora_fit(d, f"lam{lam}"), train, splits,
                                                            cfg.lora_frontier_lambdas, cfg)
     timing["frontier_s"] = round(time.monotonic() - t, 2)

@@ -118,6 +118,12 @@ def check_flags(cfg: RunConfig) -> None:
     if e.seeds < 1:
         raise UsageError(f"--seeds: must be >= 1, got {e.seeds}")
     if e.lora is not None and e.lora.base_model is not None:
+        from tracegen.models import ModelNotInstalled, resolve_model
+
+        try:  # a packaged name (smollm2) becomes its converted folder
+            e.lora.base_model = resolve_model(e.lora.base_model)
+        except ModelNotInstalled as err:
+            raise UsageError(f"--policy-model: {err}") from None
         p = Path(e.lora.base_model)
         if not (p / "config.json").is_file():
             raise UsageError(f"--policy-model: {p} holds no model (no config.json there)")
