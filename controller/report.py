@@ -155,9 +155,14 @@ def best_deployable_sentence(summary: Mapping) -> str:
     d = dev[best[0]]
     on_test = ", ".join(f"`{p}` {_exact(test[p])}" for p in best if p in test)
     if len(best) == 1:
+        same_acc = [p for p, r in dev.items() if p not in NOT_DEPLOYABLE and r.get("n")
+                    and r.get("accuracy") == d.get("accuracy")]
+        note = ("" if len(same_acc) < 2 else
+                f" Dev cannot separate {len(same_acc)} deployable policies on accuracy (all {_exact(d)}); "
+                "among them the pick is by program generations alone.")
         return (f"Best deployable policy, picked on dev (accuracy, then fewer program generations): "
                 f"`{best[0]}` (dev {_exact(d)}, {_num(d.get('program_generations'))} program generations); "
-                f"on test {on_test}.")
+                f"on test {on_test}.{note}")
     return (f"Dev cannot pick a best deployable policy: {len(best)} policies tie on dev at {_exact(d)} with "
             f"{_num(d.get('program_generations'))} program generations ({', '.join(f'`{p}`' for p in best)}); "
             f"on test: {on_test}.")
@@ -286,7 +291,13 @@ def seed_claims(s: Mapping) -> list[str]:
             rng = f"{min(exact)}-{max(exact)}" if min(exact) != max(exact) else f"{exact[0]}"
             v = t.get("verdict", "within noise")
             side = all(e > b for e in exact) if v == "better" else all(e < b for e in exact) if v == "worse" else None
-            if v != "within noise" and side:
+            gens = per.get("program_generations") or [pr[p]["test"].get("program_generations")]
+            cost = (f"; program generations {min(gens)}" + (f"-{max(gens)}" if min(gens) != max(gens) else "")
+                    + f" vs {pr[base]['test'].get('program_generations')}") if None not in gens else ""
+            if v != "within noise" and n_seeds < 2:
+                out.append(f"- `{p}` vs `{base}`: {v} at the family level (p Holm {_p(t.get('p_holm'))}) with "
+                           f"one seed only ({rng} vs {b} exact): not checked across seeds (`--seeds N`), no claim.")
+            elif v != "within noise" and side:
                 out.append(f"- `{p}` is {v} than `{base}` on test at the family level (p Holm "
                            f"{_p(t.get('p_holm'))}), and at every one of {n_seeds} seed(s) ({rng} vs {b} exact).")
             elif v != "within noise":
@@ -294,14 +305,17 @@ def seed_claims(s: Mapping) -> list[str]:
                            f"every seed ({rng} vs {b} exact): no claim.")
             else:
                 out.append(f"- `{p}` vs `{base}`: within noise at the family level (p Holm "
-                           f"{_p(t.get('p_holm'))}); test exact {rng} over {n_seeds} seed(s) vs {b}.")
+                           f"{_p(t.get('p_holm'))}); test exact {rng} over {n_seeds} seed(s) vs {b}{cost}.")
     lora, ctrl = (seeds.get("lora_seq_policy") or {}).get("test"), (seeds.get("lora_shuffled_seq") or {}).get("test")
     if not lora and "lora_seq_policy" in pr and "lora_shuffled_seq" in pr:
         lora = {"exact": [pr["lora_seq_policy"]["test"]["exact"]]}
         ctrl = {"exact": [pr["lora_shuffled_seq"]["test"]["exact"]]}
     if lora and ctrl:
         pairs = list(zip(lora["exact"], ctrl["exact"]))
-        if all(a > c for a, c in pairs):
+        if len(pairs) < 2:
+            out.append(f"- LoRA policy vs its shuffled-label control: test exact {pairs[0][0]} vs {pairs[0][1]} at "
+                       "one seed only: no claim about what the LoRA policy learned (`--seeds N`).")
+        elif all(a > c for a, c in pairs):
             out.append(f"- The LoRA policy beat its shuffled-label control at every one of {len(pairs)} seed(s) "
                        f"(test exact {', '.join(f'{a} vs {c}' for a, c in pairs)}); a case count, not a "
                        "family-level test.")
