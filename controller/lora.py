@@ -78,6 +78,9 @@ class LoraPolicyConfig:
     eval_batch_size: int = field(default=64, metadata={"help": "prompts per scoring batch"})
     shuffle_labels: bool = field(default=False, metadata={
         "help": "the shuffled-label control: permute labels across examples before training"})
+    lora_layers: int = field(default=0, metadata={
+        "help": "adapt only the last N decoder layers (0: all). Autograd then stops below them, so a "
+                "step's backward pass covers N layers instead of all of them"})
     score_mode: str = field(default="auto", metadata={
         "help": "auto, first_token or sequence (see controller/lora_scoring.py)"})
     eval_every: int = field(default=20, metadata={
@@ -90,6 +93,8 @@ class LoraPolicyConfig:
             raise ValueError("max_steps, batch_size and grad_accum must be >= 1")
         if self.max_length < 8:
             raise ValueError("max_length must be >= 8")
+        if self.lora_layers < 0:
+            raise ValueError("lora_layers must be >= 0")
         if self.eval_every < 0 or self.patience < 1:
             raise ValueError("eval_every must be >= 0 and patience >= 1")
 
@@ -149,6 +154,18 @@ def _resolve_base(config: LoraPolicyConfig) -> tuple[str, bool]:
     from tracegen.tiny_model import build_tiny_model
 
     return build_tiny_model(config.cache_dir), True
+
+
+def lora_config(model: Any, config: "LoraPolicyConfig") -> Any:
+    """peft's LoraConfig for ``model``: every projection, or those of the last ``lora_layers`` layers."""
+    from peft import LoraConfig
+
+    kw = {}
+    n_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
+    if config.lora_layers and n_layers and config.lora_layers < n_layers:
+        kw["layers_to_transform"] = list(range(n_layers - config.lora_layers, n_layers))
+    return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                      task_type="CAUSAL_LM", target_modules=_target_modules(model), **kw)
 
 
 def _target_modules(model: Any) -> list[str]:
@@ -326,7 +343,7 @@ def train_lora_policy(
     Raises ValueError on invalid examples or when none is trainable (see module docstring).
     """
     import torch
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
     data = _check_examples(examples)
     if config.shuffle_labels:
@@ -347,10 +364,7 @@ def train_lora_policy(
         with torch.random.fork_rng(devices=[]):  # seed without disturbing the caller's RNG
             torch.manual_seed(config.seed)
             model, tok = _load_base(base_path, device)
-            lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
-                              lora_dropout=config.lora_dropout, task_type="CAUSAL_LM",
-                              target_modules=_target_modules(model))
-            model = get_peft_model(model, lora)
+            model = get_peft_model(model, lora_config(model, config))
             gen = torch.Generator().manual_seed(config.seed)
             with _cpu_threads(config, model):
                 losses, early = _train_loop(model, tok, action_token_ids(tok), rows, config, gen, progress,

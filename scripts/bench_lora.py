@@ -42,27 +42,26 @@ def one(base: str, way: str, steps: int, batch: int, trace_file: str) -> dict:
     import resource
 
     import torch
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
-    from controller.lora import (LoraPolicyConfig, _Row, _load_base, _resolve_base, _target_modules,
-                                 merge_examples)
+    from controller.lora import LoraPolicyConfig, _Row, _load_base, _resolve_base, lora_config, merge_examples
     from controller.lora_scoring import action_token_ids, score_actions
     from tracegen.models import resolve_model
 
     torch.manual_seed(0)
-    cfg = LoraPolicyConfig(base_model=None if base == "tiny" else resolve_model(base),
+    top = int(way[3:]) if way.startswith("top") else 0  # "top8": new scoring, LoRA on the last 8 layers
+    cfg = LoraPolicyConfig(base_model=None if base == "tiny" else resolve_model(base), lora_layers=top,
                            cache_dir=str(REPO / "reports" / "cache" / "tiny_base"))
     path, _ = _resolve_base(cfg)
     model, tok = _load_base(path, "cpu")
     if sum(p.numel() for p in model.parameters()) < 10_000_000:
         torch.set_num_threads(1)  # as the trainer does for the tiny base
-    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, task_type="CAUSAL_LM",
-                                             target_modules=_target_modules(model)))
+    model = get_peft_model(model, lora_config(model, cfg))
     ids = action_token_ids(tok)
     ex = _examples(trace_file)
-    rows = merge_examples(ex) if way == "new" else [_Row(e.prompt, e.valid_actions, ((e.label, e.weight),)) for e in ex]
+    rows = merge_examples(ex) if way != "old" else [_Row(e.prompt, e.valid_actions, ((e.label, e.weight),)) for e in ex]
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
-    mode, all_logits = ("auto", False) if way == "new" else ("sequence", True)
+    mode, all_logits = ("auto", False) if way != "old" else ("sequence", True)
     times = []
     for step in range(steps + 1):
         batch_rows = [rows[(step * batch + i) % len(rows)] for i in range(batch)]
@@ -88,6 +87,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=3, help="timed optimizer steps per (base, way)")
     p.add_argument("--batch", type=int, default=16, help="rows per step")
     p.add_argument("--traces", default=str(REPO / "reports" / "fresh_traces.jsonl"), help="trace file")
+    p.add_argument("--ways", default="old,new", help="old, new, and/or topN (new scoring, LoRA on the last N "
+                   "layers only); the first is the baseline of the printed ratios")
     p.add_argument("--one", nargs=2, metavar=("BASE", "WAY"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.one:
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
         return 0
     results = {}
     for base in args.bases.split(","):
-        for way in ("old", "new"):
+        for way in args.ways.split(","):
             out = subprocess.run([sys.executable, __file__, "--one", base, way, "--steps", str(args.steps),
                                   "--batch", str(args.batch), "--traces", args.traces],
                                  capture_output=True, text=True)
@@ -104,11 +105,15 @@ def main(argv=None) -> int:
                 return 1
             results[(base, way)] = json.loads(out.stdout.strip().splitlines()[-1])
             print(json.dumps(results[(base, way)]))
+    ways = args.ways.split(",")
     for base in args.bases.split(","):
-        o, n = results[(base, "old")], results[(base, "new")]
-        print(f"{base}: {o['s_per_step']} -> {n['s_per_step']} s/step ({o['s_per_step'] / n['s_per_step']:.1f}x), "
-              f"epoch {o['epoch_s']} -> {n['epoch_s']} s ({o['rows']} -> {n['rows']} rows, "
-              f"{o['epoch_s'] / max(n['epoch_s'], 1e-9):.1f}x), peak RSS {o['peak_rss_mb']} -> {n['peak_rss_mb']} MB")
+        o = results[(base, ways[0])]
+        for way in ways[1:]:
+            n = results[(base, way)]
+            print(f"{base} {ways[0]} -> {way}: {o['s_per_step']} -> {n['s_per_step']} s/step "
+                  f"({o['s_per_step'] / n['s_per_step']:.1f}x), epoch {o['epoch_s']} -> {n['epoch_s']} s "
+                  f"({o['rows']} -> {n['rows']} rows, {o['epoch_s'] / max(n['epoch_s'], 1e-9):.1f}x), "
+                  f"peak RSS {o['peak_rss_mb']} -> {n['peak_rss_mb']} MB")
     return 0
 
 

@@ -97,6 +97,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--lora-r", type=int, default=8, help="LoRA rank")
     g.add_argument("--lora-alpha", type=int, default=16, help="LoRA alpha")
     g.add_argument("--lora-dropout", type=float, default=0.05, help="LoRA dropout")
+    g.add_argument("--lora-layers", type=int, default=0, help="adapt only the last N decoder layers (0: all); "
+                   "cuts the backward pass on a real base, e.g. 8 of SmolLM2's 30")
     g.add_argument("--dagger-iters", type=int, default=0, help="DAgger iterations after the oracle-trajectory start")
     g.add_argument("--dagger-beta", type=float, default=0.5, help="DAgger initial oracle mixing rate (annealed to 0)")
     g.add_argument("--cv-folds", type=int, default=0, help="family-level cross-validation folds (0: off)")
@@ -132,7 +134,7 @@ def build_config(args):
     lora_kw = dict(base_model=args.policy_model, cache_dir=str(root / "reports" / "cache" / "tiny_base"),
                    max_steps=args.max_steps, batch_size=args.batch_size, grad_accum=args.grad_accum,
                    max_length=args.max_length, lora_r=args.lora_r, lora_alpha=args.lora_alpha,
-                   lora_dropout=args.lora_dropout, seed=args.seed)
+                   lora_dropout=args.lora_dropout, lora_layers=args.lora_layers, seed=args.seed)
     if args.learning_rate is not None:
         lora_kw["learning_rate"] = args.learning_rate
     experiment = ExperimentConfig(

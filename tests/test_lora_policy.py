@@ -222,3 +222,16 @@ def test_early_stopping_on_dev_restores_the_best_adapter(base_dir, tmp_path):
 
     got = _dev_loss(pol.model, pol.tokenizer, action_token_ids(pol.tokenizer), merge_examples(dev), cfg)
     assert got == pytest.approx(best[1], abs=1e-4)
+
+
+def test_lora_layers_adapts_only_the_last_layers(base_dir):
+    from peft import get_peft_model
+
+    from controller.lora import _load_base, _resolve_base, lora_config
+
+    cfg = LoraPolicyConfig(cache_dir=base_dir, lora_layers=1)
+    model, _ = _load_base(_resolve_base(cfg)[0], "cpu")
+    last = model.config.num_hidden_layers - 1
+    peft_model = get_peft_model(model, lora_config(model, cfg))
+    trained = [n for n, p in peft_model.named_parameters() if p.requires_grad]
+    assert trained and all(f".layers.{last}." in n for n in trained)
