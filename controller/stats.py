@@ -263,17 +263,24 @@ def paired_tests(
     ``b10`` (``wins`` = ``b10``: the policy right and the baseline wrong; ``losses`` = ``b01``),
     ``diff`` and its case bootstrap ``diff_ci95``; family level: ``n_families``,
     ``diff_ci95_family``, ``p_family`` (``family_sign_flip_p``), ``p_holm`` (Holm over every
-    comparison returned for this split) and ``verdict``; ``within_noise`` is
+    distinct comparison of this split: a pair of baselines compared both ways counts once) and
+    ``verdict``; ``within_noise`` is
     ``verdict == "within noise"``. A policy is not compared with itself; baselines missing from
     ``outcomes_by_policy`` are skipped. ``split=None`` pairs over all splits.
     """
     by_case = {p: _scored_by_case(o, split) for p, o in outcomes_by_policy.items()}
     result: dict[str, dict] = {}
     flat: list[dict] = []
+    mirrors: list[tuple[dict, dict]] = []
     for policy, mine in by_case.items():
         row = {}
         for base in baselines:
             if base == policy or base not in by_case:
+                continue
+            done = result.get(base, {}).get(policy)
+            if done is not None:  # the same pair the other way round: one test, counted once by Holm
+                row[base] = _mirrored(done)
+                mirrors.append((row[base], done))
                 continue
             theirs = by_case[base]
             ids = sorted(set(mine) & set(theirs))
@@ -302,4 +309,16 @@ def paired_tests(
         entry["p_holm"] = p_adj
         entry["verdict"] = verdict(entry["diff"], p_adj)
         entry["within_noise"] = entry["verdict"] == "within noise"
+    for mirror, entry in mirrors:
+        mirror["p_holm"] = entry["p_holm"]
+        mirror["verdict"] = verdict(mirror["diff"], entry["p_holm"])
+        mirror["within_noise"] = mirror["verdict"] == "within noise"
     return result
+
+
+def _mirrored(t: dict) -> dict:
+    """The entry of the reverse comparison: differences negated, wins and losses swapped."""
+    neg = lambda ci: None if ci is None else [-ci[1], -ci[0]]
+    return dict(t, wins=t["losses"], losses=t["wins"], b01=t["b10"], b10=t["b01"],
+                diff=None if t["diff"] is None else -t["diff"], diff_ci95=neg(t["diff_ci95"]),
+                diff_ci95_family=neg(t["diff_ci95_family"]))

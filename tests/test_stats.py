@@ -193,10 +193,26 @@ def test_holm_over_the_splits_comparisons():
     a = [_o(f"c{i}", True, policy="a") for i in range(n)]
     b = [_o(f"c{i}", i == 0, policy="b") for i in range(n)]
     res = paired_tests({"direct_only": worst, "always_tool_visible": tool, "a": a, "b": b})
-    raw = {(p, q): res[p][q]["p_family"] for p in res for q in res[p]}
-    adj = {(p, q): res[p][q]["p_holm"] for p in res for q in res[p]}
+    # always_tool_visible vs direct_only is the mirror of direct_only vs always_tool_visible: counted once
+    pairs = [(p, q) for p in res for q in res[p] if (p, q) != ("always_tool_visible", "direct_only")]
+    raw = {k: res[k[0]][k[1]]["p_family"] for k in pairs}
+    adj = {k: res[k[0]][k[1]]["p_holm"] for k in pairs}
+    assert len(raw) == 5
     assert raw[("a", "direct_only")] == pytest.approx(2 / 64)
     assert adj == dict(zip(raw, holm(list(raw.values()))))
     assert adj[("a", "direct_only")] > raw[("a", "direct_only")]
     assert res["a"]["direct_only"]["verdict"] == ("better" if adj[("a", "direct_only")] < 0.05 else "within noise")
     assert res["b"]["direct_only"]["verdict"] == "within noise"  # one family differs
+
+
+def test_a_pair_compared_both_ways_is_one_holm_comparison():
+    n = 6
+    worst = [_o(f"c{i}", False, policy="direct_only") for i in range(n)]
+    tool = [_o(f"c{i}", True, policy="always_tool_visible") for i in range(n)]
+    res = paired_tests({"direct_only": worst, "always_tool_visible": tool})
+    fwd, back = res["always_tool_visible"]["direct_only"], res["direct_only"]["always_tool_visible"]
+    assert fwd["p_family"] == pytest.approx(2 / 64) and fwd["p_holm"] == pytest.approx(2 / 64)  # one test
+    assert back["p_holm"] == fwd["p_holm"] and back["diff"] == -fwd["diff"]
+    assert (back["wins"], back["losses"]) == (fwd["losses"], fwd["wins"])
+    assert fwd["verdict"] == "better" and back["verdict"] == "worse"
+    assert back["diff_ci95_family"] == [-fwd["diff_ci95_family"][1], -fwd["diff_ci95_family"][0]]
