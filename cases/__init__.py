@@ -14,6 +14,8 @@ from cases.splits import (
     load_split_manifest,
     make_cv_folds,
     make_splits,
+    probe_cases,
+    read_split_manifest,
     split_manifest,
 )
 from cases.tables import cell_diff, is_table, render_table, table_shape, tables_equal
@@ -28,6 +30,8 @@ __all__ = [
     "Table",
     "cell_diff",
     "default_split_sizes",
+    "probe_cases",
+    "read_split_manifest",
     "family_from_filename",
     "is_table",
     "load_cases",

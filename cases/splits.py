@@ -1,9 +1,13 @@
 """Family-disjoint train/dev/test splits, cross-validation folds and the split manifest.
 
-Splits are made over family names, never over cases, so no family leaks between splits.
-"Headroom" families (where a program can be right while the direct answer is wrong) are dealt
-out first so every split gets some: without them a held-out split can show no difference
-between policies at all.
+Splits are made over family names, never over cases, so no family leaks between splits. By
+default (``method = "seeded_shuffle"``) a split and the CV folds depend on the seed and the
+family names only: no answer, grade or model output can move a family.
+
+Opt-in ("headroom_probe"): "headroom" families (where a program is right while the direct answer
+is wrong) can be dealt out first so every split gets some. Deciding that reads hidden answers, so
+it may look only at *probe cases* (``probe_cases``: one per family, chosen from the seed and the
+case ids alone) and those cases are then left out of every score; the manifest lists them.
 
 Not covered: stratifying by anything else (family size, difficulty); assigning cases to
 families (that is the loader's job).
@@ -17,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 SPLITS = ("train", "dev", "test")
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
+METHODS = ("seeded_shuffle", "headroom_probe")
 
 
 class SplitError(ValueError):
@@ -50,7 +55,8 @@ def make_splits(
 
     Headroom families (those not in ``families`` are ignored) are shuffled with ``seed`` and
     dealt round-robin test, dev, train, skipping a split that is full; the remaining families
-    are shuffled and fill test, then dev, then train.
+    are shuffled and fill test, then dev, then train. With no headroom (the default) the result
+    depends on ``seed`` and the set of family names only.
     """
     fams = sorted(set(families))
     if n_test < 1:
@@ -91,8 +97,8 @@ def make_cv_folds(
 ) -> list[list[str]]:
     """``k`` disjoint groups of test families covering each family once, sizes within 1.
 
-    Headroom families are shuffled and dealt round-robin first, so folds hold them evenly;
-    the rest go, shuffled, to whichever fold is smallest.
+    Headroom families (opt-in; default none) are shuffled and dealt round-robin first, so folds
+    hold them evenly; the rest go, shuffled, to whichever fold is smallest.
     """
     fams = sorted(set(families))
     if k < 2:
@@ -114,18 +120,37 @@ def make_cv_folds(
     return [sorted(f) for f in folds]
 
 
+def probe_cases(case_ids_by_family: Mapping[str, Sequence[str]], *, seed: int) -> list[str]:
+    """One probe case per family with at least two cases, chosen from the seed and case ids only.
+
+    A family with a single case gives no probe (it would leave nothing to score). The ids come
+    back sorted.
+    """
+    rng = random.Random(f"probe:{seed}")
+    out = []
+    for fam in sorted(case_ids_by_family):
+        ids = sorted(set(case_ids_by_family[fam]))
+        if len(ids) >= 2:
+            out.append(ids[rng.randrange(len(ids))])
+    return sorted(out)
+
+
 def split_manifest(
     splits: Mapping[str, Sequence[str]],
     *,
     seed: int,
     sizes: Mapping[str, int] | Sequence[int],
-    headroom: Collection[str],
+    headroom: Collection[str] = (),
     case_counts: Mapping[str, int],
+    method: str = "seeded_shuffle",
+    probe_case_ids: Collection[str] = (),
 ) -> dict[str, Any]:
     """The JSON-ready record of how a split was made (written as ``split_manifest.json``).
 
     ``sizes`` is what was requested: a mapping such as ``{"test": 10, "dev": 8}`` or the
-    ``(n_test, n_dev)`` pair from ``default_split_sizes``.
+    ``(n_test, n_dev)`` pair from ``default_split_sizes``. ``method`` is ``seeded_shuffle``
+    (seed and family names only), ``headroom_probe`` (headroom read from ``probe_case_ids``
+    only, which no score counts) or, for a reused split, whatever the reused manifest said.
     """
     _check_split_families("split_manifest", splits)
     if not isinstance(sizes, Mapping):
@@ -137,13 +162,21 @@ def split_manifest(
         "sizes": dict(sizes),
         "split_families": {s: sorted(splits[s]) for s in SPLITS},
         "n_families": {s: len(splits[s]) for s in SPLITS},
+        "method": method,
         "headroom_families": sorted(headroom),
+        "probe_case_ids": sorted(probe_case_ids),
         "case_counts": {s: int(case_counts.get(s, 0)) for s in SPLITS},
     }
 
 
 def load_split_manifest(path: str | Path) -> dict[str, list[str]]:
     """Read a manifest and return its ``split_families``; SplitError names the file on problems."""
+    return read_split_manifest(path)["split_families"]
+
+
+def read_split_manifest(path: str | Path) -> dict[str, Any]:
+    """The checked manifest: ``split_families``, ``method`` and ``probe_case_ids`` (empty for
+    manifests written before probes existed). SplitError names the file on problems."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -159,7 +192,13 @@ def load_split_manifest(path: str | Path) -> dict[str, list[str]]:
         raise SplitError(f"{path}: no split_families object")
     splits = obj["split_families"]
     _check_split_families(str(path), splits)
-    return {s: list(splits[s]) for s in SPLITS}
+    probes = obj.get("probe_case_ids", [])
+    if not isinstance(probes, list) or not all(isinstance(c, str) for c in probes):
+        raise SplitError(f"{path}: probe_case_ids must be a list of case ids")
+    # v1 manifests dealt headroom families read from every case's answers
+    method = obj.get("method") or ("headroom_all_cases" if obj.get("headroom_families") else "seeded_shuffle")
+    return {"split_families": {s: list(splits[s]) for s in SPLITS}, "method": str(method),
+            "probe_case_ids": list(probes)}
 
 
 def _check_split_families(where: str, splits: Any) -> None:

@@ -2,14 +2,15 @@
 
 Fold i tests on its families, uses fold i+1 as dev (model choice) and trains on the rest. The
 scikit-learn rule, the fixed policies and the oracle are evaluated per fold; the pooled result
-concatenates every fold's test outcomes, which is how to get past a tiny test split. (The LoRA
-policy is not refit per fold: that is F extra trainings; run it with a real base when needed.)
+concatenates every fold's test outcomes, which is how to get past a tiny test split. Folds depend
+on the seed and the family names only (never on answers or grades); probe cases (split
+``unassigned``) are left out. Pooled results carry the family-level intervals and tests of
+``stats`` like any split. (The LoRA policy is not refit per fold: that is F extra trainings; run
+it with a real base when needed.)
 """
 from __future__ import annotations
 
 from cases import make_cv_folds
-from tracegen.grading import headroom_families
-
 from .policies import FIXED_POLICIES, Oracle
 from .rule import select_rule
 from .simulate import simulate
@@ -18,9 +19,9 @@ from .training import full_state_pairs, labelled
 
 
 def run_cv(records, cfg, log=print) -> dict:
-    scored = [r for r in records if r["hidden"]["answer"] is not None]
+    scored = [r for r in records if r["hidden"]["answer"] is not None and r.get("split") != "unassigned"]
     families = sorted({r["family"] for r in scored})
-    folds = make_cv_folds(families, k=cfg.cv_folds, seed=cfg.seed, headroom=headroom_families(scored))
+    folds = make_cv_folds(families, k=cfg.cv_folds, seed=cfg.seed)
     fold_results, pooled = [], {}
     for i, test_fams in enumerate(folds):
         dev_fams = set(folds[(i + 1) % len(folds)])
@@ -42,12 +43,12 @@ def run_cv(records, cfg, log=print) -> dict:
         for name, pol in policies.items():
             outs = simulate(pol, test)
             pooled.setdefault(name, []).extend(outs)
-            res[name] = summarize_outcomes(outs)
+            res[name] = summarize_outcomes(outs, seed=cfg.seed)
         fold_results.append({"fold": i, "test_families": sorted(test_fams), "dev_families": sorted(dev_fams),
                              "n_test": len(test), "rule_model": rule.model_name, "policy_results": res})
         log(f"cv fold {i}: n_test={len(test)} rule={res['learned_rule']['accuracy']} "
             f"oracle={res['oracle_seq']['accuracy']}")
     return {"k": len(folds), "folds": fold_results,
-            "pooled": {name: summarize_outcomes(outs) for name, outs in pooled.items()},
+            "pooled": {name: summarize_outcomes(outs, seed=cfg.seed) for name, outs in pooled.items()},
             "pooled_paired_tests": paired_tests(pooled, split="test", seed=cfg.seed),
             "pooled_outcomes": pooled}

@@ -1,8 +1,13 @@
 """Train and compare every controller on the traces of a run, and assemble the summary.
 
-Reads top to bottom: group records by split -> fixed policies and the oracle -> learned rule
-(full-state behaviour cloning, model choice on dev) -> LoRA policies -> DAgger -> budget frontier
--> cross-validation -> paired tests and failure analysis.
+Reads top to bottom: group records by split -> fixed policies and the oracle -> learned
+controllers for the base seed (rule with model choice on dev, LoRA policies, the shuffled control,
+DAgger) -> the same learners retrained for every further seed (``--seeds``) -> budget frontier ->
+cross-validation -> paired tests and failure analysis.
+
+Seeds: ``policy_results`` holds the base seed's learned controllers (the one whose adapters,
+predictions and paired tests are reported); ``seeds.<policy>.<split>`` holds every seed's exact
+count, so a claim about a learned controller can be checked across seeds.
 """
 from __future__ import annotations
 
@@ -12,12 +17,13 @@ from typing import Callable
 
 from tracegen.grading import program_right
 
+from .cost import work_unit
 from .dagger import run_dagger
 from .failures import failure_breakdown
 from .policies import FIXED_POLICIES, Oracle
 from .resample import NAME as RESAMPLE
 from .resample import has_samples, resample_outcomes
-from .rule import fit_rule, select_rule
+from .rule import dev_tie, fit_rule, select_rule
 from .simulate import simulate
 from .stats import paired_tests, summarize_outcomes
 from .training import full_state_pairs, labelled
@@ -35,7 +41,8 @@ class ExperimentConfig:
     dagger_iters: int = field(default=0, metadata={"help": "DAgger iterations after iteration 0 (0: off)"})
     dagger_beta: float = field(default=0.5, metadata={"help": "initial oracle mixing rate, annealed to 0"})
     cv_folds: int = field(default=0, metadata={"help": "family-level cross-validation folds (0: off)"})
-    cost: str = field(default="generations", metadata={"help": "cost model: generations or tokens"})
+    cost: str = field(default="generations", metadata={"help": "cost model: generations, tokens or work"})
+    seeds: int = field(default=1, metadata={"help": "retrain every learned controller with seeds seed..seed+N-1"})
     frontier_lambdas: tuple = field(default=(0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0),
                                     metadata={"help": "trade-off weights swept for the rule's frontier"})
     lora_frontier_lambdas: tuple = field(default=(0.0, 0.5, 0.75),
@@ -70,21 +77,41 @@ def split_counts(records) -> dict:
     return out
 
 
-def _evaluate_on(policy, splits: dict) -> dict:
-    return {s: summarize_outcomes(simulate(policy, recs)) for s, recs in splits.items() if s in ("dev", "test")}
+def _evaluate_on(policy, splits: dict, seed: int = 0) -> dict:
+    return {s: summarize_outcomes(simulate(policy, recs), seed=seed) for s, recs in splits.items()
+            if s in ("dev", "test")}
 
 
-def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool) -> Callable:
+def _per_split(outs, seed: int) -> dict:
+    return {s: summarize_outcomes([o for o in outs if o["split"] == s], seed=seed) for s in SPLITS}
+
+
+def _lora_examples(data):
+    from .lora import PolicyExample
+
+    return [PolicyExample(s.text, tuple(s.valid_actions), l, w)
+            for s, l, w in zip(data.states, data.labels, data.weights) if len(s.valid_actions) > 1]
+
+
+def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool, dev_data=None, meta_out: dict | None = None) -> Callable:
+    """``fit(training_set, iteration)`` for the LoRA policy; ``dev_data`` (labelled dev states)
+    drives early stopping; each training's timing and memory land in ``meta_out[tag]``."""
     from dataclasses import replace
 
-    from .lora import PolicyExample, train_lora_policy
+    from .lora import train_lora_policy
+
+    dev_examples = _lora_examples(dev_data) if dev_data is not None else None
 
     def fit(data, iteration=None):
-        examples = [PolicyExample(s.text, tuple(s.valid_actions), l, w)
-                    for s, l, w in zip(data.states, data.labels, data.weights) if len(s.valid_actions) > 1]
-        lcfg = replace(cfg.lora, seed=cfg.seed, shuffle_labels=shuffle)
+        lcfg = replace(cfg.lora, seed=cfg.seed, shuffle_labels=shuffle)  # cfg.seed: this seed's run
         tag = name if iteration is None else f"{name}_{iteration}"
-        pol = train_lora_policy(examples, lcfg, f"{cfg.adapters_dir}/{tag}", progress=cfg.progress)
+        pol = train_lora_policy(_lora_examples(data), lcfg, f"{cfg.adapters_dir}/{tag}", progress=cfg.progress,
+                                dev_examples=dev_examples)
+        if meta_out is not None:
+            m = pol.meta
+            meta_out[tag] = {k: m.get(k) for k in ("train_s", "steps", "n_rows", "n_dev_rows", "score_mode",
+                                                   "peak_rss_mb", "peak_cuda_mb", "tiny_base")}
+            meta_out[tag]["best_step"] = (m.get("early_stopping") or {}).get("best_step")
         return _LoraAdapter(pol, name)
 
     return fit
@@ -98,65 +125,127 @@ class _LoraAdapter:
         return self.inner.choose([s.text for s in states], [s.valid_actions for s in states]) if states else []
 
 
-def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tuple[dict, dict]:
-    """Return (summary parts, outcomes by policy)."""
+def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dict, dict]:
+    """Every learned controller for ``cfg.seed``: (policies, info, timing).
+
+    info: ``learned_rule`` (model, candidate table, dev tie) and ``dagger`` histories.
+    """
     timing, t0 = {}, time.monotonic()
     splits = by_split(records)
     train = _scored(splits["train"])
-    policies = {name: cls() for name, cls in FIXED_POLICIES.items()}
-    policies["oracle_seq"] = Oracle(records)  # unscored cases get DIRECT: no action can be right there
+    policies, info = {}, {}
 
     # --- learned rule: full-state behaviour cloning, model choice on dev --------------------
-    data = labelled(full_state_pairs(train))
+    data = labelled(full_state_pairs(train), cost=cfg.cost)
     rule, rule_table = select_rule(data, _scored(splits["dev"]), seed=cfg.seed)
     policies["learned_rule"] = rule
-    learned_rule = {"model": rule.model_name, "candidates": rule_table, "n_train_states": len(data),
-                    "training": "full_state_bc, regret-weighted oracle labels", "description": rule.describe()}
+    info["learned_rule"] = {"model": rule.model_name, "candidates": rule_table, "dev_tie": dev_tie(rule_table),
+                            "n_train_states": len(data),
+                            "training": "full_state_bc, regret-weighted oracle labels", "description": rule.describe()}
     timing["rule_s"] = round(time.monotonic() - t0, 2)
 
-    # --- LoRA policies --------------------------------------------------------------------
+    # --- LoRA policies (early stopping on labelled dev states) -----------------------------
+    lora_meta: dict = {}
+    dev_data = (labelled(full_state_pairs(_scored(splits["dev"])), cost=cfg.cost)
+                if cfg.train_lora or cfg.train_shuffled_lora else None)
     if cfg.train_lora:
         t = time.monotonic()
-        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False)(data)
+        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False, dev_data, lora_meta)(data)
         timing["lora_s"] = round(time.monotonic() - t, 2)
     if cfg.train_shuffled_lora:
         t = time.monotonic()
-        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True)(data)
+        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True, dev_data, lora_meta)(data)
         timing["lora_shuffled_s"] = round(time.monotonic() - t, 2)
+
+    # --- DAgger ----------------------------------------------------------------------------
+    if cfg.dagger_iters > 0:
+        t = time.monotonic()
+        info["dagger"] = {}
+        fit_rule_iter = lambda d, i: fit_rule(d, rule.model_name, cfg.seed, name="learned_rule_dagger")
+        learners = {"learned_rule": fit_rule_iter}
+        if cfg.train_lora:
+            learners["lora_seq_policy"] = _lora_fit(cfg, "lora_dagger", False, dev_data, lora_meta)
+        for lname, fit in learners.items():
+            final, hist = run_dagger(fit, train, iters=cfg.dagger_iters, beta0=cfg.dagger_beta, seed=cfg.seed,
+                                     evaluate=lambda p: _evaluate_on(p, splits, cfg.seed), cost=cfg.cost)
+            info["dagger"][lname] = hist
+            dname = "learned_rule_dagger" if lname == "learned_rule" else "lora_dagger"
+            final.name = dname
+            policies[dname] = final
+            log(f"dagger[{lname}] seed {cfg.seed}: "
+                + ", ".join(f"it{h['iter']} test={h['test']['accuracy']}" for h in hist))
+        timing["dagger_s"] = round(time.monotonic() - t, 2)
+    if lora_meta:
+        info["lora_training"] = lora_meta
+    return policies, info, timing
+
+
+def seed_table(per_seed: dict[int, dict[str, dict]]) -> dict:
+    """``{seed: {policy: per-split summaries}}`` -> ``seeds.<policy>.<split>`` (contract)."""
+    seeds = sorted(per_seed)
+    out: dict = {}
+    for policy in sorted({p for res in per_seed.values() for p in res}):
+        have = [s for s in seeds if policy in per_seed[s]]
+        out[policy] = {}
+        for split in ("dev", "test"):
+            rows = [per_seed[s][policy][split] for s in have]
+            exact = [r["exact"] for r in rows]
+            out[policy][split] = {"seeds": have, "exact": exact, "n": rows[0]["n"] if rows else 0,
+                                  "program_generations": [r["program_generations"] for r in rows],
+                                  "mean": sum(exact) / len(exact) if exact else None,
+                                  "min": min(exact, default=None), "max": max(exact, default=None)}
+    return out
+
+
+def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tuple[dict, dict]:
+    """Return (summary parts, outcomes by policy)."""
+    from dataclasses import replace
+
+    t0 = time.monotonic()
+    splits = by_split(records)
+    train = _scored(splits["train"])
+    policies = {name: cls() for name, cls in FIXED_POLICIES.items()}
+    policies["oracle_seq"] = Oracle(records, cost=cfg.cost)  # unscored cases get DIRECT: no action can be right
+
+    learned, info, timing = train_learners(records, cfg, log=log)
+    policies.update({k: v for k, v in learned.items() if k not in ("learned_rule_dagger", "lora_dagger")})
 
     # --- simulate every policy on every split ---------------------------------------------
     outcomes = {name: simulate(p, records) for name, p in policies.items()}
     if has_samples(_scored(records)):
         outcomes[RESAMPLE] = resample_outcomes(records)
-    results = {name: {s: summarize_outcomes([o for o in outs if o["split"] == s]) for s in SPLITS}
-               for name, outs in outcomes.items()}
-    summary = {"splits": split_counts(records), "policy_results": results, "learned_rule": learned_rule}
+    for dname in ("learned_rule_dagger", "lora_dagger"):
+        if dname in learned:
+            outcomes[dname] = simulate(learned[dname], records)
+    results = {name: _per_split(outs, cfg.seed) for name, outs in outcomes.items()}
+    summary = {"splits": split_counts(records), "policy_results": results, **info,
+               "cost_units": {"generations": "program generations", "tokens": "completion tokens",
+                              "work": work_unit(_scored(records)), "sandbox_ms": "milliseconds"}}
 
-    # --- DAgger ----------------------------------------------------------------------------
-    if cfg.dagger_iters > 0:
+    # --- every further seed: retrain every learner, keep its per-split results ------------
+    if cfg.seeds > 1:
         t = time.monotonic()
-        summary["dagger"] = {}
-        fit_rule_iter = lambda d, i: fit_rule(d, rule.model_name, cfg.seed, name="learned_rule_dagger")
-        learners = {"learned_rule": fit_rule_iter}
-        if cfg.train_lora:
-            learners["lora_seq_policy"] = _lora_fit(cfg, "lora_dagger", False)
-        for lname, fit in learners.items():
-            final, hist = run_dagger(fit, train, iters=cfg.dagger_iters, beta0=cfg.dagger_beta, seed=cfg.seed,
-                                     evaluate=lambda p: _evaluate_on(p, splits))
-            summary["dagger"][lname] = hist
-            dname = "learned_rule_dagger" if lname == "learned_rule" else "lora_dagger"
-            final.name = dname
-            outcomes[dname] = simulate(final, records)
-            results[dname] = {s: summarize_outcomes([o for o in outcomes[dname] if o["split"] == s]) for s in SPLITS}
-            log(f"dagger[{lname}]: " + ", ".join(f"it{h['iter']} test={h['test']['accuracy']}" for h in hist))
-        timing["dagger_s"] = round(time.monotonic() - t, 2)
+        per_seed = {cfg.seed: {k: results[k] for k in learned}}
+        rule_models = {cfg.seed: info["learned_rule"]["model"]}
+        for i in range(1, cfg.seeds):
+            s = cfg.seed + i
+            scfg = replace(cfg, seed=s, adapters_dir=f"{cfg.adapters_dir}/seed{s}")
+            pols, sinfo, _ = train_learners(records, scfg, log=log)
+            per_seed[s] = {k: _per_split(simulate(p, records), s) for k, p in pols.items()}
+            rule_models[s] = sinfo["learned_rule"]["model"]
+            log(f"seed {s}: " + ", ".join(f"{k} test {v['test']['exact']}/{v['test']['n']}"
+                                          for k, v in per_seed[s].items()))
+        summary["seeds"] = seed_table(per_seed)
+        summary["seed_rule_models"] = {str(k): v for k, v in rule_models.items()}
+        timing["seeds_s"] = round(time.monotonic() - t, 2)
 
     # --- budget frontier -------------------------------------------------------------------
     t = time.monotonic()
-    rule_fit = lambda d, lam: fit_rule(d, rule.model_name, cfg.seed, name=f"rule_lam{lam}")
+    rule_name = info["learned_rule"]["model"]
+    rule_fit = lambda d, lam: fit_rule(d, rule_name, cfg.seed, name=f"rule_lam{lam}")
     summary["frontier"] = {"learned_rule": _frontier(rule_fit, train, splits, cfg.frontier_lambdas, cfg)}
     if cfg.train_lora and cfg.lora_frontier_lambdas:
-        lora_fit = _lora_fit(cfg, "lora_frontier", False)
+        lora_fit = _lora_fit(cfg, "lora_frontier", False)  # no early stopping: dev labels are lam = 0
         summary["frontier"]["lora_seq_policy"] = _frontier(lambda d, lam: lora_fit(d, f"lam{lam}"), train, splits,
                                                            cfg.lora_frontier_lambdas, cfg)
     timing["frontier_s"] = round(time.monotonic() - t, 2)
@@ -181,15 +270,20 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
 
 
 def _frontier(fit: Callable, train, splits, lambdas, cfg: ExperimentConfig) -> dict:
-    """Sweep the trade-off weight: oracle labels that charge lam per unit cost -> one policy each."""
+    """Sweep the trade-off weight: oracle labels that charge lam per unit cost -> one policy each.
+
+    ``cost`` per case is in the unit ``controller.cost.cost_unit`` names (thousands for tokens
+    and work)."""
     points = []
     for lam in lambdas:
         pol = fit(labelled(full_state_pairs(train), lam, cfg.cost), lam)
         for split in ("dev", "test"):
             outs = [o for o in simulate(pol, _scored(splits[split]))]
-            summ = summarize_outcomes(outs)
+            summ = summarize_outcomes(outs, seed=cfg.seed)
             n = max(len(outs), 1)
-            cost = (summ["program_generations"] if cfg.cost == "generations" else summ["generated_tokens"] / 1000) / n
-            points.append({"lambda": lam, "split": split, "cost": round(cost, 4), "accuracy": summ["accuracy"],
-                           "program_generations": summ["program_generations"], "exact": summ["exact"], "n": summ["n"]})
+            total = {"generations": summ["program_generations"], "tokens": summ["generated_tokens"] / 1000,
+                     "work": summ["work"] / 1000}[cfg.cost]
+            points.append({"lambda": lam, "split": split, "cost": round(total / n, 4), "accuracy": summ["accuracy"],
+                           "program_generations": summ["program_generations"], "work": summ["work"],
+                           "exact": summ["exact"], "n": summ["n"]})
     return {"cost": cfg.cost, "points": points}

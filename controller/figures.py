@@ -29,7 +29,8 @@ POLICY_ORDER = (
 )
 ORACLE = "oracle_seq"
 # Frontier cost kinds and their per-case unit: tokens are counted in thousands.
-COST_UNITS = {"generations": "program generations", "tokens": "thousand generated tokens"}
+COST_UNITS = {"generations": "program generations", "tokens": "thousand generated tokens",
+              "work": "thousand work units (search nodes for synth, tokens for models)"}
 
 
 # ----------------------------------------------------------------------------- data helpers
@@ -52,9 +53,11 @@ def _acc(res: Mapping) -> float:
 
 
 def _err(res: Mapping) -> tuple[float, float]:
-    """Error bar lengths below and above the accuracy, from the Wilson interval."""
+    """Error bar lengths below and above the accuracy: the family bootstrap interval when the
+    summary has it (families are the unit the split is drawn in), else the Wilson interval."""
     acc = _acc(res)
-    lo, hi = res.get("accuracy_ci95") or wilson_ci(res.get("exact", 0), res.get("n", 0))
+    lo, hi = (res.get("accuracy_ci95_family") or res.get("accuracy_ci95")
+              or wilson_ci(res.get("exact", 0), res.get("n", 0)))
     return max(0.0, acc - lo), max(0.0, hi - acc)
 
 
@@ -63,7 +66,8 @@ def _n(rows: list[tuple[str, Mapping]]) -> int:
 
 
 def cost_per_case(res: Mapping, cost: str) -> float:
-    """Program generations (or thousand generated tokens) per traced case, unscored included.
+    """Program generations (or thousand generated tokens, or thousand work units) per traced case,
+    unscored included.
 
     Frontier points carry their ``cost`` in the same unit, so policies and frontiers share
     one x axis.
@@ -71,6 +75,8 @@ def cost_per_case(res: Mapping, cost: str) -> float:
     cases = (res.get("n") or 0) + (res.get("unscored") or 0)
     if cost == "tokens":
         total = (res.get("generated_tokens") or 0) / 1000
+    elif cost == "work":
+        total = (res.get("work") or 0) / 1000
     else:
         total = res.get("program_generations") or 0
     return total / cases if cases else 0.0
@@ -94,7 +100,10 @@ def _empty(ax, text: str = "no results for this split") -> None:
 
 def _heldout(ax, summary: Mapping) -> None:
     rows = _split_rows(summary, "test")
-    ax.set_title(f"Held-out test accuracy (n={_n(rows)}, 95% Wilson intervals)")
+    family = any(r.get("accuracy_ci95_family") for _, r in rows)
+    fams = max((r.get("n_families") or 0 for _, r in rows), default=0)
+    ax.set_title(f"Held-out test accuracy (n={_n(rows)}" + (f", {fams} families, 95% family-bootstrap intervals)"
+                                                            if family else ", 95% Wilson intervals)"))
     if not rows:
         return _empty(ax)
     xs = range(len(rows))

@@ -14,7 +14,16 @@ Simplifications, stated:
   so a weight is relative importance and the weights' scale does not change the step size.
 * Prompts longer than ``max_length`` keep their last tokens (the latest round and the cue).
 * The default base is a tiny random Qwen3.5-architecture model (``tracegen.tiny_model``): it knows
-  no language, so the adapter learns the mapping from scratch. ``base_model`` swaps in a real one.
+  no language, so the adapter learns the mapping from scratch. ``base_model`` swaps in a real one
+  (``--policy-model smollm2``: SmolLM2-135M-Instruct).
+* Examples with the same prompt and valid actions are merged into one row whose target is the
+  weighted label mix (the loss is the same sum; the states of one family repeat a lot, so this
+  cuts the rows a step must score).
+* With dev examples and ``eval_every`` > 0, the weighted dev loss is measured every
+  ``eval_every`` steps; training stops after ``patience`` evaluations without improvement and the
+  adapter weights of the best evaluation are restored (early stopping on dev).
+* Only the positions that predict action tokens get logits (``lora_scoring``): the speed and memory
+  figures of ``scripts/bench_lora.py`` compare that with computing them everywhere.
 
 On CPU a training run is deterministic for a seed (and thread count): the RNG is forked and
 seeded, batches come from a seeded generator, and deterministic algorithms are on for the run.
@@ -35,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from controller.lora_scoring import (ACTIONS, action_token_ids, ensure_pad_token,
-                                     render_tokens_estimate, score_actions)
+                                     render_tokens_estimate, resolve_score_mode, score_actions)
 
 __all__ = ["LoraPolicyConfig", "PolicyExample", "LoraPolicy", "train_lora_policy",
            "render_tokens_estimate", "ACTIONS"]
@@ -69,12 +78,25 @@ class LoraPolicyConfig:
     eval_batch_size: int = field(default=64, metadata={"help": "prompts per scoring batch"})
     shuffle_labels: bool = field(default=False, metadata={
         "help": "the shuffled-label control: permute labels across examples before training"})
+    lora_layers: int = field(default=0, metadata={
+        "help": "adapt only the last N decoder layers (0: all). Autograd then stops below them, so a "
+                "step's backward pass covers N layers instead of all of them"})
+    score_mode: str = field(default="auto", metadata={
+        "help": "auto, first_token or sequence (see controller/lora_scoring.py)"})
+    eval_every: int = field(default=20, metadata={
+        "help": "steps between dev-loss evaluations for early stopping (0: off; needs dev examples)"})
+    patience: int = field(default=2, metadata={
+        "help": "evaluations without a better dev loss before training stops"})
 
     def __post_init__(self) -> None:
         if self.max_steps < 1 or self.batch_size < 1 or self.grad_accum < 1:
             raise ValueError("max_steps, batch_size and grad_accum must be >= 1")
         if self.max_length < 8:
             raise ValueError("max_length must be >= 8")
+        if self.lora_layers < 0:
+            raise ValueError("lora_layers must be >= 0")
+        if self.eval_every < 0 or self.patience < 1:
+            raise ValueError("eval_every must be >= 0 and patience >= 1")
 
 
 @dataclass(frozen=True)
@@ -134,6 +156,18 @@ def _resolve_base(config: LoraPolicyConfig) -> tuple[str, bool]:
     return build_tiny_model(config.cache_dir), True
 
 
+def lora_config(model: Any, config: "LoraPolicyConfig") -> Any:
+    """peft's LoraConfig for ``model``: every projection, or those of the last ``lora_layers`` layers."""
+    from peft import LoraConfig
+
+    kw = {}
+    n_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
+    if config.lora_layers and n_layers and config.lora_layers < n_layers:
+        kw["layers_to_transform"] = list(range(n_layers - config.lora_layers, n_layers))
+    return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                      task_type="CAUSAL_LM", target_modules=_target_modules(model), **kw)
+
+
 def _target_modules(model: Any) -> list[str]:
     import torch
 
@@ -183,13 +217,60 @@ def _check_examples(examples: Sequence[PolicyExample]) -> list[PolicyExample]:
 
 # ---------------------------------------------------------------- training
 
-def _train_loop(model: Any, tok: Any, act_ids: dict, data: list[PolicyExample],
-                config: LoraPolicyConfig, gen: Any, progress: bool) -> list[float]:
-    """AdamW over seeded epochs of ``data``; returns the loss of each optimizer step."""
+@dataclass(frozen=True)
+class _Row:
+    """One distinct (prompt, valid actions) with the summed weight of each label seen for it."""
+
+    prompt: str
+    valid_actions: tuple[str, ...]
+    targets: tuple[tuple[str, float], ...]
+
+    @property
+    def weight(self) -> float:
+        return sum(w for _, w in self.targets)
+
+
+def merge_examples(examples: Sequence[PolicyExample]) -> list[_Row]:
+    """Merge examples with the same prompt and valid actions (first-seen order kept)."""
+    acc: dict[tuple, dict[str, float]] = {}
+    for ex in examples:
+        t = acc.setdefault((ex.prompt, tuple(ex.valid_actions)), {})
+        t[ex.label] = t.get(ex.label, 0.0) + ex.weight
+    return [_Row(p, va, tuple(sorted(t.items()))) for (p, va), t in acc.items()]
+
+
+def _rows_loss(model: Any, tok: Any, act_ids: dict, rows: Sequence[_Row], config: LoraPolicyConfig) -> Any:
+    """Sum over rows and labels of weight * nll under the softmax over the row's valid actions."""
+    import torch
+
+    scores = score_actions(model, tok, act_ids, [r.prompt for r in rows], [r.valid_actions for r in rows],
+                           config.max_length, mode=config.score_mode)
+    terms = []
+    for sc, r in zip(scores, rows):
+        logp = torch.log_softmax(sc, -1)
+        terms += [-logp[r.valid_actions.index(label)] * w for label, w in r.targets]
+    return torch.stack(terms).sum()
+
+
+def _dev_loss(model: Any, tok: Any, act_ids: dict, rows: Sequence[_Row], config: LoraPolicyConfig) -> float:
+    import torch
+
+    total = sum(r.weight for r in rows)
+    model.eval()
+    with torch.inference_mode():
+        loss = sum(_rows_loss(model, tok, act_ids, rows[i:i + config.eval_batch_size], config).item()
+                   for i in range(0, len(rows), config.eval_batch_size))
+    model.train()
+    return loss / total
+
+
+def _train_loop(model: Any, tok: Any, act_ids: dict, data: list[_Row], config: LoraPolicyConfig,
+                gen: Any, progress: bool, dev: list[_Row] | None = None) -> tuple[list[float], dict]:
+    """AdamW over seeded epochs of ``data``; returns (loss of each step, early-stopping record)."""
     import torch
     from tqdm.auto import tqdm
 
-    mean_w = sum(ex.weight for ex in data) / len(data)
+    mean_w = sum(r.weight for r in data) / len(data)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=0.0)
     warmup = max(1, config.max_steps // 20)
@@ -198,20 +279,18 @@ def _train_loop(model: Any, tok: Any, act_ids: dict, data: list[PolicyExample],
         (s + 1) / warmup, max(0.0, (config.max_steps - s) / max(1, config.max_steps - warmup))))
     order: list[int] = []
     losses: list[float] = []
+    early = {"evaluations": [], "best_step": None, "stopped_at": None}
+    best, since = None, 0
     model.train()
     bar = tqdm(range(config.max_steps), desc="lora policy", disable=not progress)
-    for _ in bar:
+    for step in bar:
         step_loss = 0.0
         for _ in range(config.grad_accum):
             if len(order) < config.batch_size:  # refill with a fresh seeded epoch
                 order += torch.randperm(len(data), generator=gen).tolist()
             batch = [data[i] for i in order[:config.batch_size]]
             del order[:config.batch_size]
-            scores = score_actions(model, tok, act_ids, [ex.prompt for ex in batch],
-                                   [ex.valid_actions for ex in batch], config.max_length)
-            nll = torch.stack([-torch.log_softmax(s, -1)[ex.valid_actions.index(ex.label)] * ex.weight
-                               for s, ex in zip(scores, batch)])
-            loss = nll.sum() / (len(batch) * mean_w * config.grad_accum)
+            loss = _rows_loss(model, tok, act_ids, batch, config) / (len(batch) * mean_w * config.grad_accum)
             loss.backward()
             step_loss += loss.item()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -220,8 +299,34 @@ def _train_loop(model: Any, tok: Any, act_ids: dict, data: list[PolicyExample],
         opt.zero_grad(set_to_none=True)
         losses.append(step_loss)
         bar.set_postfix(loss=f"{step_loss:.3f}")
+        if dev and config.eval_every and (step + 1) % config.eval_every == 0:
+            dl = _dev_loss(model, tok, act_ids, dev, config)
+            early["evaluations"].append([step + 1, round(dl, 5)])
+            if best is None or dl < best[0] - 1e-6:
+                best, since = (dl, [p.detach().clone() for p in params]), 0
+                early["best_step"] = step + 1
+            else:
+                since += 1
+                if since >= config.patience:
+                    early["stopped_at"] = step + 1
+                    break
+    if best is not None:  # restore the adapter of the best dev evaluation
+        with torch.no_grad():
+            for p, b in zip(params, best[1]):
+                p.copy_(b)
     model.eval()
-    return losses
+    return losses, early
+
+
+def _peak_memory_mb(device: str) -> dict:
+    import resource
+
+    import torch
+
+    out = {"peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    if device.startswith("cuda"):
+        out["peak_cuda_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    return out
 
 
 def train_lora_policy(
@@ -230,41 +335,51 @@ def train_lora_policy(
     out_dir: str,
     *,
     progress: bool = True,
+    dev_examples: Sequence[PolicyExample] | None = None,
 ) -> "LoraPolicy":
     """Train a LoRA adapter on ``examples``, save it to ``out_dir``, return the loaded policy.
 
+    ``dev_examples`` (labelled dev states) drive early stopping when ``config.eval_every`` > 0.
     Raises ValueError on invalid examples or when none is trainable (see module docstring).
     """
     import torch
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
     data = _check_examples(examples)
     if config.shuffle_labels:
         data = shuffle_labels(data, config.seed)
+    rows = merge_examples(data)
+    dev_data = [ex for ex in dev_examples or () if len(ex.valid_actions) > 1 and ex.weight > 0]
+    if config.shuffle_labels and dev_data:  # the control stops on dev labels as uninformative as its own
+        dev_data = shuffle_labels(dev_data, config.seed + 1)
+    dev_rows = merge_examples(dev_data)
     base_path, is_tiny = _resolve_base(config)
+    device = _device(config.device)
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     prev_det = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         with torch.random.fork_rng(devices=[]):  # seed without disturbing the caller's RNG
             torch.manual_seed(config.seed)
-            model, tok = _load_base(base_path, _device(config.device))
-            lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
-                              lora_dropout=config.lora_dropout, task_type="CAUSAL_LM",
-                              target_modules=_target_modules(model))
-            model = get_peft_model(model, lora)
+            model, tok = _load_base(base_path, device)
+            model = get_peft_model(model, lora_config(model, config))
             gen = torch.Generator().manual_seed(config.seed)
             with _cpu_threads(config, model):
-                losses = _train_loop(model, tok, action_token_ids(tok), data, config, gen, progress)
+                losses, early = _train_loop(model, tok, action_token_ids(tok), rows, config, gen, progress,
+                                            dev=dev_rows or None)
     finally:
         torch.use_deterministic_algorithms(prev_det)
 
     train_s = time.perf_counter() - t0
     model.save_pretrained(out_dir)
     meta = dict(config=asdict(config), base_model=os.path.abspath(base_path), tiny_base=is_tiny,
-                n_examples=len(examples), n_trained=len(data),
-                label_counts=dict(Counter(ex.label for ex in data)),
-                final_loss=sum(losses[-10:]) / len(losses[-10:]), train_s=round(train_s, 3))
+                n_examples=len(examples), n_trained=len(data), n_rows=len(rows), n_dev_rows=len(dev_rows),
+                label_counts=dict(Counter(ex.label for ex in data)), steps=len(losses), early_stopping=early,
+                score_mode=resolve_score_mode(config.score_mode, action_token_ids(tok)),
+                final_loss=sum(losses[-10:]) / len(losses[-10:]), train_s=round(train_s, 3),
+                **_peak_memory_mb(device))
     with open(os.path.join(out_dir, POLICY_JSON), "w", encoding="utf-8") as fh:
         json.dump(meta, fh, indent=1, sort_keys=True)
     return LoraPolicy(model, tok, config, meta)
@@ -295,7 +410,7 @@ class LoraPolicy:
             for i in range(0, len(prompts), n):
                 va = [tuple(v) for v in valid_actions[i:i + n]]
                 got = score_actions(self.model, self.tokenizer, self._act_ids, list(prompts[i:i + n]),
-                                    va, self.config.max_length)
+                                    va, self.config.max_length, mode=self.config.score_mode)
                 out += [dict(zip(v, s.tolist())) for v, s in zip(va, got)]
         return out
 

@@ -6,9 +6,19 @@ as the continuation. The prompt and the action are tokenized separately and conc
 every action of a prompt shares the same prefix ids (no merge across the boundary).
 
 Batches are left-padded with explicit position ids, so a prompt scores the same alone or beside
-longer ones (up to float rounding). When every action is a single token (true for the tiny
-tokenizer, which learns the four words), one forward pass per prompt scores all its actions;
-otherwise each (prompt, action) pair is its own row.
+longer ones (up to float rounding). Only the positions that predict an action token get logits
+(transformers' ``logits_to_keep``): the full-vocabulary projection at every position was most of
+the memory and time of training on a real base (49,152 x 256 logits per row for SmolLM2).
+
+Scoring modes (``score_mode``):
+
+* ``first_token``: when the actions' first tokens are distinct (the tiny tokenizer learns the four
+  words as single tokens; SmolLM2 splits each into two tokens with distinct first ones), the
+  log-probability of an action is that of its first token: one row per prompt, one position.
+  Under the softmax over valid actions this is an exact classifier over them.
+* ``sequence``: each (prompt, action) pair is its own row and the action's tokens are summed; the
+  fallback when two actions share a first token.
+* ``auto`` (default): ``first_token`` when it applies, else ``sequence``.
 """
 
 from __future__ import annotations
@@ -57,6 +67,21 @@ def _left_pad(rows: list[list[int]], pad_id: int, device: Any) -> tuple[Any, Any
     return ids.to(device), mask.to(device), pos.to(device)
 
 
+def first_tokens_distinct(act_ids: dict[str, list[int]]) -> bool:
+    firsts = [ids[0] for ids in act_ids.values() if ids]
+    return len(firsts) == len(act_ids) and len(set(firsts)) == len(firsts)
+
+
+def resolve_score_mode(mode: str, act_ids: dict[str, list[int]]) -> str:
+    if mode == "auto":
+        return "first_token" if first_tokens_distinct(act_ids) else "sequence"
+    if mode == "first_token" and not first_tokens_distinct(act_ids):
+        raise ValueError("score_mode first_token needs actions whose first tokens differ")
+    if mode not in ("first_token", "sequence"):
+        raise ValueError(f"unknown score_mode {mode!r}: use auto, first_token or sequence")
+    return mode
+
+
 def score_actions(
     model: Any,
     tokenizer: Any,
@@ -64,11 +89,14 @@ def score_actions(
     prompts: Sequence[str],
     valid_actions: Sequence[Sequence[str]],
     max_length: int,
+    mode: str = "auto",
+    all_logits: bool = False,
 ) -> list[Any]:
-    """Summed log-probs of each valid action; one 1-D tensor per prompt, in ``valid_actions`` order.
+    """Log-probs of each valid action; one 1-D tensor per prompt, in ``valid_actions`` order.
 
     Differentiable (the caller picks train or inference mode). Raises ValueError on a length
-    mismatch, an empty valid set or an unknown action.
+    mismatch, an empty valid set or an unknown action. ``all_logits`` computes the logits at every
+    position as the trainer once did (only ``scripts/bench_lora.py`` uses it, as the baseline).
     """
     import torch
 
@@ -80,13 +108,15 @@ def score_actions(
     if not prompts:
         return []
     device = next(model.parameters()).device
-    longest = max(len(act_ids[a]) for va in valid_actions for a in va)
+    mode = resolve_score_mode(mode, act_ids)
+    longest = 1 if mode == "first_token" else max(len(act_ids[a]) for va in valid_actions for a in va)
     prefixes = prefix_ids(tokenizer, prompts, max(1, max_length - longest))
 
-    if longest == 1:
-        # one row per prompt: the last position's distribution scores every single-token action
+    if mode == "first_token":
+        # one row per prompt: the last position's distribution scores every action's first token
         ids, mask, pos = _left_pad(prefixes, tokenizer.pad_token_id, device)
-        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=1).logits
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos,
+                       logits_to_keep=0 if all_logits else 1).logits
         logp = torch.log_softmax(logits[:, -1].float(), dim=-1)
         return [logp[i, [act_ids[a][0] for a in va]] for i, va in enumerate(valid_actions)]
 
@@ -99,7 +129,7 @@ def score_actions(
     ids, mask, pos = _left_pad(rows, tokenizer.pad_token_id, device)
     # logits at position t predict token t+1: keep the last longest+1 positions, drop the final one
     logits = model(input_ids=ids, attention_mask=mask, position_ids=pos,
-                   logits_to_keep=longest + 1).logits[:, :-1].float()
+                   logits_to_keep=0 if all_logits else longest + 1).logits[:, -(longest + 1):-1].float()
     logp = torch.log_softmax(logits, dim=-1)
     targets = ids[:, -longest:]
     tok_lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # [rows, longest]

@@ -17,12 +17,10 @@ _ORDER = {"DIRECT": 0, "PROGRAM": 1, "WRITE": 2, "FIX": 3}
 
 
 def round_cost(record: dict, k: int, cost: str = "generations") -> float:
-    """The cost of revealing program round ``k``."""
-    if cost == "generations":
-        return 1.0
-    if cost == "tokens":
-        return record["rounds"][k]["completion_tokens"] / 1000.0
-    raise ValueError(f"unknown cost kind {cost!r} (use 'generations' or 'tokens')")
+    """The cost of revealing program round ``k`` (units: ``controller.cost``)."""
+    from .cost import round_cost as _cost
+
+    return _cost(record, record["rounds"][k], cost)
 
 
 def action_values(record: dict, revealed: int, lam: float = 0.0, cost: str = "generations") -> dict[str, tuple]:

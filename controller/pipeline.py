@@ -13,7 +13,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cases import CaseError, SplitError, resolve_case_set, default_split_sizes, load_cases, load_split_manifest, make_splits, split_manifest
+from cases import (CaseError, SplitError, default_split_sizes, load_cases, make_splits, probe_cases,
+                   read_split_manifest, resolve_case_set, split_manifest)
 from tracegen.backends import BackendConfig, PartialGeneration, available_backends
 from tracegen.records import TraceFileError, read_traces, repair_torn_tail
 from tracegen.rollout import RolloutConfig
@@ -40,6 +41,7 @@ class RunConfig:
     test_families: int | None = None
     dev_families: int | None = None
     split_manifest: str | None = None
+    headroom_probe: bool = False  # opt-in: deal headroom families first, read from excluded probe cases
     workers: int = 2
     export_sft: bool = False  # write reports/sft/{train,dev}.jsonl (verified attempts, no test split)
     backend: BackendConfig = field(default_factory=BackendConfig)
@@ -114,8 +116,10 @@ def check_flags(cfg: RunConfig) -> None:
             raise UsageError(f"{flag}: must be > 0, got {val}")
     if e.cv_folds == 1:
         raise UsageError("--cv-folds: needs at least 2 folds (or 0 to turn cross-validation off)")
-    if e.cost not in ("generations", "tokens"):
-        raise UsageError(f"--cost: unknown cost model {e.cost!r}; use generations or tokens")
+    if e.cost not in ("generations", "tokens", "work"):
+        raise UsageError(f"--cost: unknown cost model {e.cost!r}; use generations, tokens or work")
+    if e.seeds < 1:
+        raise UsageError(f"--seeds: must be >= 1, got {e.seeds}")
     if b.name == "vllm" and b.load_in_4bit:
         raise UsageError("--load-in-4bit: bitsandbytes 4-bit is for --backend hf; vLLM needs a pre-quantized "
                          "AWQ/GPTQ checkpoint as --model (it reads the checkpoint's quantization config)")
@@ -125,13 +129,12 @@ def check_flags(cfg: RunConfig) -> None:
     if b.top_k is not None and b.top_k < 0:
         raise UsageError(f"--top-k: must be >= 0 (0: off), got {b.top_k}")
     if e.lora is not None and e.lora.base_model is not None:
-        from tracegen.models import PACKAGED_MODELS, ModelNotInstalled, resolve_model
+        from tracegen.models import ModelNotInstalled, resolve_model
 
-        if e.lora.base_model in PACKAGED_MODELS:
-            try:
-                e.lora.base_model = resolve_model(e.lora.base_model)
-            except ModelNotInstalled as err:
-                raise UsageError(f"--policy-model: {err}") from None
+        try:  # a packaged name (smollm2) becomes its converted folder
+            e.lora.base_model = resolve_model(e.lora.base_model)
+        except ModelNotInstalled as err:
+            raise UsageError(f"--policy-model: {err}") from None
         p = Path(e.lora.base_model)
         if not (p / "config.json").is_file():
             raise UsageError(f"--policy-model: {p} holds no model (no config.json there)")
@@ -143,32 +146,49 @@ def check_flags(cfg: RunConfig) -> None:
 
 
 def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[dict, dict]:
+    """(split_families, info): info has ``method``, ``probe_case_ids`` and, with a probe, ``headroom``.
+
+    Default: seed and family names only. ``--headroom-probe``: one probe case per family (seed and
+    case ids only) is traced cheaply by the synthesizer, headroom families are read from those
+    alone and dealt first, and the probe cases are then left out of every score.
+    """
     families = sorted({c.family for c in cases})
     if cfg.split_manifest:
         try:
-            split_families = load_split_manifest(cfg.split_manifest)
+            m = read_split_manifest(cfg.split_manifest)
         except SplitError as err:
             raise UsageError(str(err)) from None
+        split_families = m["split_families"]
         missing = sorted(set(families) - {f for fs in split_families.values() for f in fs})
         if missing:
             raise UsageError(f"--split-manifest {cfg.split_manifest}: no split for families {', '.join(missing[:5])}")
-        return split_families, {"source": cfg.split_manifest}
+        return split_families, {"source": cfg.split_manifest, "method": m["method"],
+                                "probe_case_ids": m["probe_case_ids"]}
     n_test, n_dev = default_split_sizes(len(families))
     n_test = cfg.test_families if cfg.test_families is not None else n_test
     n_dev = cfg.dev_families if cfg.dev_families is not None else n_dev
     if n_test + n_dev >= len(families):
         raise UsageError(f"--test-families/--dev-families: {n_test} test + {n_dev} dev families leave no training "
                          f"family out of {len(families)}")
-    log(f"probing headroom on {len(cases)} cases with the built-in synthesizer ...")
-    with sandbox_factory() as sb:
-        from tracegen.probe import probe_headroom
+    info = {"method": "seeded_shuffle", "probe_case_ids": [], "headroom": [], "n_test": n_test, "n_dev": n_dev}
+    if cfg.headroom_probe:
+        by_family: dict[str, list[str]] = {}
+        for c in cases:  # every case, scored or not: even whether an answer exists must not pick probes
+            by_family.setdefault(c.family, []).append(c.case_id)
+        probe_ids = set(probe_cases(by_family, seed=cfg.split_seed))
+        log(f"probing headroom on {len(probe_ids)} probe cases (left out of every score) ...")
+        with sandbox_factory() as sb:
+            from tracegen.probe import probe_headroom
 
-        headroom = probe_headroom(cases, sb, cfg.backend, cfg.rollout, synth=synth)
+            info["headroom"] = probe_headroom([c for c in cases if c.case_id in probe_ids], sb, cfg.backend,
+                                              cfg.rollout, synth=synth)
+        info.update(method="headroom_probe", probe_case_ids=sorted(probe_ids))
     try:
-        split_families = make_splits(families, n_test=n_test, n_dev=n_dev, seed=cfg.split_seed, headroom=headroom)
+        split_families = make_splits(families, n_test=n_test, n_dev=n_dev, seed=cfg.split_seed,
+                                     headroom=info["headroom"])
     except SplitError as err:
         raise UsageError(f"--test-families/--dev-families: {err}") from None
-    return split_families, {"headroom": headroom, "n_test": n_test, "n_dev": n_dev}
+    return split_families, info
 
 
 # ---- traces ---------------------------------------------------------------------------------
@@ -278,11 +298,14 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, 
     synth = backend if cfg.backend.name == "synth" else None  # the probe shares its first attempts
     split_families, split_info = _splits(cfg, cases, lambda: Sandbox(workers=cfg.workers), log, synth=synth)
     split_of_family = {f: s for s, fs in split_families.items() for f in fs}
-    split_of = {c.case_id: split_of_family.get(c.family, "unassigned") for c in cases}
+    probes = frozenset(split_info["probe_case_ids"])  # traced, but in no split: no score counts them
+    split_of = {c.case_id: "unassigned" if c.case_id in probes else split_of_family.get(c.family, "unassigned")
+                for c in cases}
     counts = {s: sum(1 for c in cases if split_of[c.case_id] == s) for s in ("train", "dev", "test")}
     atomic_write_json(manifest, split_manifest(
         split_families, seed=cfg.split_seed, sizes={s: len(f) for s, f in split_families.items()},
-        headroom=split_info.get("headroom", []), case_counts=counts))
+        headroom=split_info.get("headroom", []), case_counts=counts, method=split_info["method"],
+        probe_case_ids=sorted(probes)))
     timing = {}
     if cfg.generate_traces:
         log(f"tracing {len(cases)} cases ({cfg.backend.name}) -> {path}")
@@ -292,10 +315,11 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, 
 
     if records is None:
         records = read_traces(path, warn=log)
-    for r in records:  # the split in force is the current manifest's
-        r["split"] = split_of_family.get(r["family"], "unassigned")
+    for r in records:  # the split in force is the current manifest's; probe cases stay out
+        r["split"] = "unassigned" if r["case_id"] in probes else split_of_family.get(r["family"], "unassigned")
     log(f"training and simulating controllers on {len(records)} records ...")
     summary, outcomes = run_experiment(records, cfg.experiment, log=log)
+    summary["split_method"] = {"method": split_info["method"], "probe_case_ids": sorted(probes)}
     return write_outputs(cfg, summary, outcomes, records, timing, t0, log)
 
 

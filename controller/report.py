@@ -43,6 +43,10 @@ def _p(p) -> str:
     return "n/a" if p is None else (f"{p:.3f}" if p >= 0.001 else f"{p:.1e}")
 
 
+def _pp(x) -> str:
+    return "n/a" if x is None else f"{100 * x:+.1f} pp"
+
+
 def _table(headers: list[str], rows: list[list]) -> list[str]:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -64,16 +68,20 @@ def _exact(r: Mapping) -> str:
 
 
 def _policy_row(name: str, r: Mapping) -> list:
-    return [f"`{name}`", _exact(r), f"{_pct(r.get('accuracy'))} {_ci(r.get('accuracy_ci95'))}",
+    return [f"`{name}`", _exact(r), r.get("n_families", "n/a"),
+            f"{_pct(r.get('accuracy'))} {_ci(r.get('accuracy_ci95'))}", _ci(r.get("accuracy_ci95_family")),
             _num(r.get("program_generations")), _num(r.get("repair_actions")),
             _num(r.get("program_commits")), _num(r.get("direct_miss_recoveries")),
             _num(r.get("direct_correct_losses")), _pct(r.get("program_precision")),
-            _num(r.get("generated_tokens")), _num(r.get("sandbox_ms"), 1)]
+            _num(r.get("generated_tokens")), _num(r.get("work")), _num(r.get("sandbox_ms"), 1)]
 
 
-POLICY_HEADERS = ["Policy", "Exact", "Accuracy [95% CI]", "Program gens", "Repairs",
-                  "Program commits", "Recoveries", "Losses", "Program precision", "Tokens",
-                  "Sandbox ms"]
+def policy_headers(summary: Mapping) -> list[str]:
+    """Column names; every budget column names its unit (work's comes from the summary)."""
+    work = (summary.get("cost_units") or {}).get("work", "search nodes / tokens")
+    return ["Policy", "Exact", "Families", "Accuracy [Wilson 95%, cases]", "[95% CI, family bootstrap]",
+            "Program generations", "Repairs (FIX rounds)", "Program commits", "Recoveries", "Losses",
+            "Program precision", "Completion tokens", f"Work ({work})", "Sandbox (ms)"]
 
 
 # ----------------------------------------------------------------------------- sections
@@ -116,24 +124,48 @@ def _summary(s: Mapping) -> list[str]:
     test = dict(_results(s, "test"))
     if test:
         out.append("")
-        best = _best_deployable(test)
         parts = [f"`{p}` {_exact(test[p])}" for p in ("direct_only", "always_tool_visible")
                  if p in test]
-        if best:
-            parts.append(f"best deployable `{best}` {_exact(test[best])}")
         if ORACLE in test:
             parts.append(f"hindsight oracle `{ORACLE}` {_exact(test[ORACLE])}")
         out.append("Held-out test: " + "; ".join(parts) + ".")
+        out += ["", best_deployable_sentence(s)]
     return out + [""]
 
 
-def _best_deployable(results: Mapping) -> str | None:
-    """Most accurate deployable policy; ties go to the one with fewer program generations."""
-    cands = [(p, r) for p, r in results.items() if p not in NOT_DEPLOYABLE]
+def best_deployable(summary: Mapping) -> list[str]:
+    """Deployable policies with the best dev result (accuracy, then fewer program generations).
+
+    Picked on dev, never on test; more than one name means dev could not tell them apart.
+    """
+    dev = dict(_results(summary, "dev"))
+    cands = {p: r for p, r in dev.items() if p not in NOT_DEPLOYABLE and r.get("n")}
     if not cands:
-        return None
-    return min(cands, key=lambda pr: (-(pr[1].get("accuracy") or 0.0),
-                                      pr[1].get("program_generations") or 0))[0]
+        return []
+    key = {p: (-(r.get("accuracy") or 0.0), r.get("program_generations") or 0) for p, r in cands.items()}
+    top = min(key.values())
+    return [p for p in ordered_policies(cands) if key[p] == top]
+
+
+def best_deployable_sentence(summary: Mapping) -> str:
+    best, test = best_deployable(summary), dict(_results(summary, "test"))
+    if not best:
+        return "No dev split: no deployable policy can be picked."
+    dev = dict(_results(summary, "dev"))
+    d = dev[best[0]]
+    on_test = ", ".join(f"`{p}` {_exact(test[p])}" for p in best if p in test)
+    if len(best) == 1:
+        same_acc = [p for p, r in dev.items() if p not in NOT_DEPLOYABLE and r.get("n")
+                    and r.get("accuracy") == d.get("accuracy")]
+        note = ("" if len(same_acc) < 2 else
+                f" Dev cannot separate {len(same_acc)} deployable policies on accuracy (all {_exact(d)}); "
+                "among them the pick is by program generations alone.")
+        return (f"Best deployable policy, picked on dev (accuracy, then fewer program generations): "
+                f"`{best[0]}` (dev {_exact(d)}, {_num(d.get('program_generations'))} program generations); "
+                f"on test {on_test}.{note}")
+    return (f"Dev cannot pick a best deployable policy: {len(best)} policies tie on dev at {_exact(d)} with "
+            f"{_num(d.get('program_generations'))} program generations ({', '.join(f'`{p}`' for p in best)}); "
+            f"on test: {on_test}.")
 
 
 def _split_section(s: Mapping) -> list[str]:
@@ -158,8 +190,10 @@ def _heldout(s: Mapping) -> list[str]:
     return ["## Held-out test result", "",
             "Recoveries: program committed and right where the direct answer was wrong; "
             "losses: program committed and wrong where the direct answer was right. "
-            "Budgets include unscored cases.", ""] + _table(
-        POLICY_HEADERS, [_policy_row(p, r) for p, r in rows])
+            "Budgets include unscored cases. Two intervals: Wilson treats cases as independent; "
+            "the family bootstrap resamples whole families (the unit the split is drawn in) "
+            "and is the honest one.", ""] + _table(
+        policy_headers(s), [_policy_row(p, r) for p, r in rows])
 
 
 def _dev_vs_test(s: Mapping) -> list[str]:
@@ -184,22 +218,112 @@ def _paired(s: Mapping) -> list[str]:
         rows = []
         for policy in ordered_policies(tests[split]):
             for base, t in (tests[split][policy] or {}).items():
-                verdict = "within noise" if t.get("within_noise", True) else (
-                    "better" if (t.get("diff") or 0) > 0 else "worse")
-                diff = "n/a" if t.get("diff") is None else f"{100 * t['diff']:+.1f} pp"
-                rows.append([f"`{policy}`", f"`{base}`", t.get("n", "n/a"),
+                diff = _pp(t.get("diff"))
+                rows.append([f"`{policy}`", f"`{base}`", t.get("n", "n/a"), t.get("n_families", "n/a"),
                              f"{t.get('b10', 0)} / {t.get('b01', 0)}", _p(t.get("mcnemar_p")),
-                             f"{diff} {_ci(t.get('diff_ci95'))}", verdict])
+                             f"{diff} {_ci(t.get('diff_ci95_family'))}", _p(t.get("p_family")),
+                             _p(t.get("p_holm")), t.get("verdict", "n/a")])
         if rows:
             out += [f"### {split}", ""] + _table(
-                ["Policy", "Baseline", "Paired n", "Wins / losses", "McNemar p (exact)",
-                 "Accuracy diff [95% bootstrap CI]", "Verdict"], rows)
+                ["Policy", "Baseline", "Paired cases", "Families", "Wins / losses", "McNemar p (cases)",
+                 "Accuracy diff [95% CI, family bootstrap]", "p (family)", "p (Holm)", "Verdict"], rows)
     if not out:
         return []
+    from .stats import FAMILY_TEST
+
     return ["## Paired tests", "",
             "Each policy against `always_tool_visible` and `direct_only` on the same cases. "
-            "Wins: the policy is right and the baseline wrong. A difference whose paired "
-            "bootstrap interval covers 0 is reported as within noise.", ""] + out
+            "Wins: the policy is right and the baseline wrong. The verdict is decided at the "
+            f"family level: {FAMILY_TEST}, Holm-adjusted over every comparison of the split; "
+            "`better`/`worse` when the adjusted p < 0.05, else `within noise`. The case-level "
+            "exact McNemar p is shown beside it but treats the cases of a family as independent, "
+            "which they are not.", ""] + out
+
+
+def _seeds(s: Mapping) -> list[str]:
+    seeds = s.get("seeds") or {}
+    if not seeds:
+        return []
+    pr = s.get("policy_results") or {}
+    rows = []
+    for p in ordered_policies(seeds):
+        cells = []
+        for split in ("dev", "test"):
+            e = seeds[p].get(split) or {}
+            cells.append("n/a" if e.get("mean") is None else
+                         f"{e['mean']:.1f} [{e['min']}, {e['max']}] / {e.get('n', 0)}")
+        rows.append([f"`{p}`", *cells, ", ".join(str(x) for x in (seeds[p].get("test") or {}).get("exact", []))])
+    fixed = [f"`{p}` dev {_exact(pr[p]['dev'])}, test {_exact(pr[p]['test'])}"
+             for p in ("direct_only", "always_tool_visible") if p in pr and "dev" in pr[p]]
+    n_seeds = max(len((v.get("test") or {}).get("seeds", [])) for v in seeds.values())
+    models = s.get("seed_rule_models") or {}
+    out = ["## Seeds", "",
+           f"Every learned controller and the shuffled control retrained with {n_seeds} seeds "
+           "(same traces, same split). Exact: mean [min, max] over seeds, out of n. Seed-free "
+           "baselines: " + "; ".join(fixed) + ".", ""]
+    out += _table(["Policy", "Dev exact", "Test exact", "Test exact per seed"], rows)
+    if models:
+        out += ["Rule model chosen on dev per seed: " + ", ".join(f"{k}: `{v}`" for k, v in models.items()) + ".", ""]
+    return out
+
+
+def seed_claims(s: Mapping) -> list[str]:
+    """Sentences about learned controllers that the seed results support, derived from them.
+
+    A family-level verdict against a baseline is stated as holding only when every seed's test
+    exact lies on the verdict's side of the baseline's; the LoRA policy is said to beat its
+    shuffled control only when it does at every seed.
+    """
+    pr, tests = s.get("policy_results") or {}, (s.get("paired_tests") or {}).get("test") or {}
+    seeds = s.get("seeds") or {}
+    out = []
+    for p in ("learned_rule", "learned_rule_dagger", "lora_seq_policy", "lora_dagger", "lora_shuffled_seq"):
+        if p not in pr or "test" not in pr[p]:
+            continue
+        per = (seeds.get(p) or {}).get("test") or {}
+        exact = per.get("exact") or [pr[p]["test"]["exact"]]
+        n_seeds = len(exact)
+        for base in ("always_tool_visible", "direct_only"):
+            t = (tests.get(p) or {}).get(base)
+            if not t or base not in pr:
+                continue
+            b = pr[base]["test"]["exact"]
+            rng = f"{min(exact)}-{max(exact)}" if min(exact) != max(exact) else f"{exact[0]}"
+            v = t.get("verdict", "within noise")
+            side = all(e > b for e in exact) if v == "better" else all(e < b for e in exact) if v == "worse" else None
+            gens = per.get("program_generations") or [pr[p]["test"].get("program_generations")]
+            cost = (f"; program generations {min(gens)}" + (f"-{max(gens)}" if min(gens) != max(gens) else "")
+                    + f" vs {pr[base]['test'].get('program_generations')}") if None not in gens else ""
+            if v != "within noise" and n_seeds < 2:
+                out.append(f"- `{p}` vs `{base}`: {v} at the family level (p Holm {_p(t.get('p_holm'))}) with "
+                           f"one seed only ({rng} vs {b} exact): not checked across seeds (`--seeds N`), no claim.")
+            elif v != "within noise" and side:
+                out.append(f"- `{p}` is {v} than `{base}` on test at the family level (p Holm "
+                           f"{_p(t.get('p_holm'))}), and at every one of {n_seeds} seed(s) ({rng} vs {b} exact).")
+            elif v != "within noise":
+                out.append(f"- `{p}` vs `{base}`: {v} at the base seed (p Holm {_p(t.get('p_holm'))}) but not at "
+                           f"every seed ({rng} vs {b} exact): no claim.")
+            else:
+                out.append(f"- `{p}` vs `{base}`: within noise at the family level (p Holm "
+                           f"{_p(t.get('p_holm'))}); test exact {rng} over {n_seeds} seed(s) vs {b}{cost}.")
+    lora, ctrl = (seeds.get("lora_seq_policy") or {}).get("test"), (seeds.get("lora_shuffled_seq") or {}).get("test")
+    if not lora and "lora_seq_policy" in pr and "lora_shuffled_seq" in pr:
+        lora = {"exact": [pr["lora_seq_policy"]["test"]["exact"]]}
+        ctrl = {"exact": [pr["lora_shuffled_seq"]["test"]["exact"]]}
+    if lora and ctrl:
+        pairs = list(zip(lora["exact"], ctrl["exact"]))
+        if len(pairs) < 2:
+            out.append(f"- LoRA policy vs its shuffled-label control: test exact {pairs[0][0]} vs {pairs[0][1]} at "
+                       "one seed only: no claim about what the LoRA policy learned (`--seeds N`).")
+        elif all(a > c for a, c in pairs):
+            out.append(f"- The LoRA policy beat its shuffled-label control at every one of {len(pairs)} seed(s) "
+                       f"(test exact {', '.join(f'{a} vs {c}' for a, c in pairs)}); a case count, not a "
+                       "family-level test.")
+        else:
+            out.append(f"- The shuffled-label control matched or beat the LoRA policy at some seed (test exact "
+                       f"{', '.join(f'{a} vs {c}' for a, c in pairs)}): no claim that the LoRA policy learned "
+                       "more than the label base rates.")
+    return out
 
 
 def _learned_rule(s: Mapping) -> list[str]:
@@ -209,7 +333,11 @@ def _learned_rule(s: Mapping) -> list[str]:
     rule = dict(rule)
     out = ["## Learned rule", ""]
     chosen = rule.pop("chosen", None) or rule.pop("model", None) or rule.pop("name", None)
-    if chosen:
+    tie = rule.pop("dev_tie", False)
+    if chosen and tie:
+        out += [f"Every candidate ties on dev (same accuracy and program generations): dev did not "
+                f"choose; `{chosen}` is used because it is first in list order.", ""]
+    elif chosen:
         out += [f"Chosen on dev: `{chosen}`.", ""]
     cands = rule.pop("candidates", None)
     if isinstance(cands, Mapping) and cands:
@@ -257,7 +385,15 @@ def _cv(s: Mapping) -> list[str]:
     pooled = cv.get("pooled") or {}
     if pooled:
         out += ["Pooled over folds:", ""] + _table(
-            POLICY_HEADERS, [_policy_row(p, pooled[p]) for p in ordered_policies(pooled)])
+            policy_headers(s), [_policy_row(p, pooled[p]) for p in ordered_policies(pooled)])
+    ptests = cv.get("pooled_paired_tests") or {}
+    prow = [[f"`{p}`", f"`{b}`", t.get("n_families", "n/a"), f"{t.get('b10', 0)} / {t.get('b01', 0)}",
+             f"{_pp(t.get('diff'))} {_ci(t.get('diff_ci95_family'))}", _p(t.get("p_holm")), t.get("verdict", "n/a")]
+            for p in ordered_policies(ptests) for b, t in (ptests[p] or {}).items()]
+    if prow:
+        out += ["Pooled paired tests (family level, Holm over these comparisons):", ""] + _table(
+            ["Policy", "Baseline", "Families", "Wins / losses", "Diff [95% CI, family bootstrap]",
+             "p (Holm)", "Verdict"], prow)
     rows = []
     for i, fold in enumerate(cv.get("folds") or []):
         pr = fold.get("policy_results") or {}
@@ -283,6 +419,8 @@ def _frontier(s: Mapping) -> list[str]:
                 for lam, cell in by_lam.items()]
         if rows:
             unit = COST_UNITS.get(front.get("cost", "generations"), front.get("cost"))
+            if front.get("cost") == "work":
+                unit = f"thousand {(s.get('cost_units') or {}).get('work', 'work units')}"
             out += [f"### `{learner}` (cost: {unit} per case)", ""] + _table(
                 ["Lambda"] + [h for sp in splits for h in (f"{sp} cost", f"{sp} accuracy")],
                 rows)
@@ -364,44 +502,89 @@ def _figures(_s: Mapping) -> list[str]:
     return out
 
 
+def pilot_answer(s: Mapping) -> list[str]:
+    """Accuracy and cost of the policy picked on dev against always-tool, on test, in words."""
+    best, test = best_deployable(s), dict(_results(s, "test"))
+    base = test.get("always_tool_visible")
+    tests = (s.get("paired_tests") or {}).get("test") or {}
+    work = (s.get("cost_units") or {}).get("work", "work units")
+    out = []
+    for p in best:
+        if p == "always_tool_visible" or p not in test or base is None:
+            continue
+        t = (tests.get(p) or {}).get("always_tool_visible") or {}
+        r = test[p]
+        out.append(f"- `{p}` (picked on dev) against `always_tool_visible` on test: accuracy "
+                   f"{_exact(r)} vs {_exact(base)}, {_pp(t.get('diff'))} "
+                   f"{_ci(t.get('diff_ci95_family'))} (family bootstrap), verdict *{t.get('verdict', 'n/a')}*; "
+                   f"cost {_num(r.get('program_generations'))} vs {_num(base.get('program_generations'))} "
+                   f"program generations, {_num(r.get('work'))} vs {_num(base.get('work'))} {work}.")
+    if best == ["always_tool_visible"]:
+        out.append("- Dev picks `always_tool_visible` itself: on this run no controller improved on "
+                   "always using the tool on dev.")
+    return out
+
+
 def _limitations(s: Mapping) -> list[str]:
-    out = ["## Limitations", ""]
+    out = ["## What the numbers show and do not show", ""]
+    shows = pilot_answer(s) + seed_claims(s)
+    if shows:
+        out += ["Shown (test split; claims about learned controllers hold only if they hold at every seed):",
+                ""] + shows + ["", "Not shown, and why:", ""]
     if run_info(s)["backend"] == "synth":
         out.append("- The `synth` backend is a deterministic synthesizer plus a direct guesser, "
                    "not a language model: these numbers exercise the pipeline and the "
                    "controllers, not a model's skill.")
+    method = (s.get("split_method") or {}).get("method")
+    if method:
+        probes = len((s.get("split_method") or {}).get("probe_case_ids") or [])
+        out.append(f"- Split method `{method}`" + (
+            f": headroom was read from {probes} probe cases, which no score counts."
+            if probes else ": families were placed by the seed and their names only."))
     test = dict(_results(s, "test"))
     n = max((r.get("n", 0) for r in test.values()), default=0)
+    fams = max((r.get("n_families", 0) or 0 for r in test.values()), default=0)
     if n:
         m = min_discordant_for_significance()
         bound = (f"a paired difference smaller than {100 * m / n:.1f} pp cannot be told from noise"
                  if n >= m else "no paired difference on this split can reach significance")
-        out.append(f"- The test split has n={n}. Even if every disagreeing case favoured one "
+        out.append(f"- The test split has n={n} cases. Even if every disagreeing case favoured one "
                    f"policy, an exact McNemar test needs {m} such cases for p < 0.05, so "
                    f"{bound}.")
-        widths = [r["accuracy_ci95"][1] - r["accuracy_ci95"][0] for r in test.values()
-                  if r.get("accuracy_ci95")]
+    if fams:
+        p_min = min(1.0, 2 / 2 ** fams)
+        out.append(f"- Cases of one family share near-identical states, so the unit of evidence is the "
+                   f"family: the test split has {fams}. A family-level sign-flip test cannot go below "
+                   f"p = {_p(p_min)} even if every family moved the same way, and only families "
+                   "where the two policies differ count.")
+        widths = [r["accuracy_ci95_family"][1] - r["accuracy_ci95_family"][0] for r in test.values()
+                  if r.get("accuracy_ci95_family")]
         if widths:
-            out.append(f"- 95% Wilson intervals on test accuracy are {_pct(min(widths))} to "
+            out.append(f"- 95% family-bootstrap intervals on test accuracy are {_pct(min(widths))} to "
                        f"{_pct(max(widths))} wide.")
-        best = _best_deployable(test)
-        if best and ORACLE in test:
-            gap = (test[ORACLE].get("accuracy") or 0) - (test[best].get("accuracy") or 0)
-            out.append(f"- The hindsight oracle reaches {_exact(test[ORACLE])} on test, "
-                       f"{100 * gap:.1f} pp above the best deployable policy (`{best}`); a "
-                       "small gap means the ceiling is the tool's skill, not the choice.")
+    best = best_deployable(s)
+    if best and ORACLE in test and best[0] in test:
+        gap = (test[ORACLE].get("accuracy") or 0) - (test[best[0]].get("accuracy") or 0)
+        out.append(f"- The hindsight oracle reaches {_exact(test[ORACLE])} on test, "
+                   f"{100 * gap:.1f} pp above the policy picked on dev (`{best[0]}`); a "
+                   "small gap means the ceiling is the tool's skill, not the choice.")
     unsolv = ((s.get("failures") or {}).get("splits") or {}).get("test", {})
     if unsolv.get("n"):
         out.append(f"- {unsolv.get('unsolvable_cases', 0)} of {unsolv['n']} test cases have no "
                    "visible path to a right answer; no controller can recover them.")
-    out += ["- Policies are simulated on precomputed traces: WRITE and FIX reveal the rounds "
+    if not s.get("seeds"):
+        out.append("- One seed: a learned controller's result may not survive retraining (run `--seeds N`).")
+    out += ["- Budgets are counted, not matched: a program generation can cost 100 or 40,000 search "
+            "nodes, so policies with equal generations need not have spent equal work (see the Work "
+            "column).",
+            "- Policies are simulated on precomputed traces: WRITE and FIX reveal the rounds "
             "recorded for that case, so a policy cannot draw a different program.",
             "- Hidden answers are used only for oracle labels and evaluation, never in a "
             "policy's state.", ""]
     return out
 
 
-SECTIONS = (_summary, _split_section, _heldout, _dev_vs_test, _paired, _learned_rule, _dagger,
+SECTIONS = (_summary, _split_section, _heldout, _dev_vs_test, _paired, _seeds, _learned_rule, _dagger,
             _cv, _frontier, _failures, _run_details, _figures, _limitations)
 
 

@@ -4,7 +4,8 @@ Training states carry oracle labels. Each decision point gets its own classifier
 time its probabilities are masked to the valid actions, so a learned policy can never take an
 invalid step. Candidates range from a
 one-split stump to a small forest; the one with the best simulated dev accuracy wins (ties: fewer
-program generations, then the simpler model).
+program generations, then the simpler model). When every candidate ties on dev, ``dev_tie`` says
+so and the report does not present the choice as one.
 """
 from __future__ import annotations
 
@@ -122,6 +123,13 @@ def dev_score(policy, records) -> tuple[float, int]:
 
     o = summarize_outcomes(simulate(policy, records))
     return o["accuracy"] or 0.0, o["program_generations"]
+
+
+def dev_tie(table: dict) -> bool:
+    """True when every candidate scored the same dev accuracy and generations: dev chose nothing
+    (the first candidate in list order is then used)."""
+    keys = {(v["dev_accuracy"], v["dev_program_generations"]) for v in table.values()}
+    return len(table) > 1 and len(keys) == 1
 
 
 def select_rule(data, dev_records, evaluate=dev_score, *, seed: int = 0, name: str = "learned_rule",

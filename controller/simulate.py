@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .cost import round_work
 from .state import State, visible_state
 
 
@@ -29,6 +30,7 @@ def _outcome(policy_name: str, rec: dict, actions: list[str], k: int, source: st
         "program_generations": k,
         "repair_actions": actions.count("FIX"),
         "generated_tokens": rec["direct"]["completion_tokens"] + sum(r["completion_tokens"] for r in rounds),
+        "work": sum(round_work(rec, r) for r in rounds),
         "sandbox_ms": round(sum(r["visible"]["wall_ms"] + r["test"]["wall_ms"] for r in rounds), 3),
     }
 

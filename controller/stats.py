@@ -8,6 +8,16 @@ Every function here is pure and deterministic for a given seed; reports and figu
 them. Interval and test formulas come from statsmodels; the bootstrap is a seeded numpy paired
 percentile bootstrap (scipy's BCa bootstrap fails on the all-equal samples that small splits
 produce routinely).
+
+Two levels. Case level (Wilson intervals, exact McNemar, case bootstrap) treats cases as
+independent; they are not: the cases of one family share near-identical visible states, and
+splits are drawn by family. So every accuracy also gets a family-level interval (a cluster
+bootstrap: families are resampled with replacement, accuracy is pooled over their cases), and
+every paired comparison a family-level test: the per-family sums of case differences
+(policy right minus baseline right) are tested with scipy's sign-flip permutation test (exact
+whenever 2^families <= ``FAMILY_PERMUTATIONS``), Holm-adjusted over every comparison of the
+split (statsmodels ``multipletests``). The ``verdict`` is decided by that adjusted family-level
+p-value alone.
 """
 from __future__ import annotations
 
@@ -16,6 +26,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 DEFAULT_BASELINES = ("always_tool_visible", "direct_only")
+ALPHA = 0.05
+FAMILY_PERMUTATIONS = 9999  # sign flips drawn when 2^families exceeds it (else exact)
+FAMILY_TEST = "sign-flip permutation test on per-family sums of paired case differences (scipy)"
 
 
 # ----------------------------------------------------------------------------- intervals
@@ -114,19 +127,87 @@ def paired_bootstrap_diff(
     return {"diff": diff, "ci95": [float(lo), float(hi)]}
 
 
+# ----------------------------------------------------------------------------- family level
+
+
+def _family_arrays(families: Sequence[str], values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Per family (sorted by name): the sum of ``values`` and the number of cases."""
+    if len(families) != len(values):
+        raise ValueError(f"{len(families)} families but {len(values)} values")
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for f, v in zip(families, values):
+        sums[f] = sums.get(f, 0.0) + float(v)
+        counts[f] = counts.get(f, 0) + 1
+    names = sorted(sums)
+    return np.array([sums[f] for f in names]), np.array([counts[f] for f in names], dtype=float)
+
+
+def family_bootstrap(families: Sequence[str], values: Sequence[float], *, n_resamples: int = 2000,
+                     seed: int = 0, alpha: float = ALPHA) -> list[float] | None:
+    """Percentile interval of the pooled mean of ``values`` when whole families are resampled.
+
+    The pooled mean is sum(values) / cases over the drawn families (a family drawn twice counts
+    twice). With no case there is no interval (None); with one family it collapses to the point.
+    """
+    sums, counts = _family_arrays(families, values)
+    if not len(sums):
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(sums), size=(n_resamples, len(sums)))
+    means = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return [float(lo), float(hi)]
+
+
+def family_sign_flip_p(families: Sequence[str], diffs: Sequence[float], *, seed: int = 0) -> float:
+    """Two-sided p-value that the per-family sums of ``diffs`` are symmetric around 0.
+
+    Under the null (the two policies are exchangeable within each family) each family's summed
+    difference is as likely negated; scipy enumerates all 2^F sign patterns when that is at most
+    ``FAMILY_PERMUTATIONS`` and samples them otherwise. Families whose sum is 0 cannot move the
+    statistic. No family with a non-zero sum: p = 1.
+    """
+    sums, _ = _family_arrays(families, diffs)
+    if not np.any(sums != 0) or len(sums) < 2:  # one family: both sign patterns are as extreme
+        return 1.0
+    from scipy.stats import permutation_test
+
+    res = permutation_test((sums,), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples",
+                           n_resamples=FAMILY_PERMUTATIONS, alternative="two-sided", random_state=seed)
+    return min(1.0, float(res.pvalue))
+
+
+def holm(pvalues: Sequence[float], alpha: float = ALPHA) -> list[float]:
+    """Holm-adjusted p-values (statsmodels), in the input order."""
+    if not len(pvalues):
+        return []
+    from statsmodels.stats.multitest import multipletests
+
+    return [min(1.0, float(p)) for p in multipletests(list(pvalues), alpha=alpha, method="holm")[1]]
+
+
+def verdict(diff: float | None, p_adjusted: float | None, alpha: float = ALPHA) -> str:
+    """``better`` / ``worse`` when the family-level adjusted p is below alpha, else ``within noise``."""
+    if diff is None or p_adjusted is None or p_adjusted >= alpha or diff == 0:
+        return "within noise"
+    return "better" if diff > 0 else "worse"
+
+
 # ----------------------------------------------------------------------------- summaries
 
 
-def summarize_outcomes(outcomes: Sequence[Mapping]) -> dict:
+def summarize_outcomes(outcomes: Sequence[Mapping], *, seed: int = 0, n_resamples: int = 2000) -> dict:
     """Contract summary of one policy's outcomes on one split.
 
     Correctness fields (``n``, ``exact``, ``accuracy``, ``program_commits``,
     ``program_correct``, recoveries, losses) count only scored cases; outcomes with
     ``correct is None`` are counted in ``unscored``. Budget sums (``program_generations``,
-    ``repair_actions``, ``generated_tokens``, ``sandbox_ms``) include unscored cases, because
-    the tool work was done either way. ``accuracy`` is None when ``n == 0``.
+    ``repair_actions``, ``generated_tokens``, ``work``, ``sandbox_ms``) include unscored cases,
+    because the tool work was done either way. ``accuracy`` is None when ``n == 0``.
     ``tool_productivity`` is correct program commits per program generation on scored cases
-    (None when no program was generated there).
+    (None when no program was generated there). ``accuracy_ci95`` is the case-level Wilson
+    interval; ``accuracy_ci95_family`` the family bootstrap (None with no scored case).
     """
     scored = [o for o in outcomes if o.get("correct") is not None]
     n = len(scored)
@@ -136,11 +217,15 @@ def summarize_outcomes(outcomes: Sequence[Mapping]) -> dict:
     recoveries = sum(1 for o in commits if o["correct"] and o.get("direct_correct") is False)
     losses = sum(1 for o in commits if not o["correct"] and o.get("direct_correct") is True)
     scored_gens = sum(int(o.get("program_generations", 0)) for o in scored)
+    fams = [str(o.get("family", o.get("case_id"))) for o in scored]
     return {
         "n": n,
         "exact": exact,
         "accuracy": exact / n if n else None,
         "accuracy_ci95": wilson_ci(exact, n),
+        "n_families": len(set(fams)),
+        "accuracy_ci95_family": family_bootstrap(fams, [bool(o["correct"]) for o in scored],
+                                                 n_resamples=n_resamples, seed=seed),
         "program_generations": sum(int(o.get("program_generations", 0)) for o in outcomes),
         "repair_actions": sum(int(o.get("repair_actions", 0)) for o in outcomes),
         "program_commits": len(commits),
@@ -149,15 +234,16 @@ def summarize_outcomes(outcomes: Sequence[Mapping]) -> dict:
         "direct_miss_recoveries": recoveries,
         "direct_correct_losses": losses,
         "generated_tokens": sum(int(o.get("generated_tokens", 0)) for o in outcomes),
+        "work": sum(int(o.get("work", 0)) for o in outcomes),
         "sandbox_ms": round(sum(float(o.get("sandbox_ms", 0.0)) for o in outcomes), 3),
         "tool_productivity": program_correct / scored_gens if scored_gens else None,
         "unscored": len(outcomes) - n,
     }
 
 
-def _scored_by_case(outcomes: Sequence[Mapping], split: str | None) -> dict[str, bool]:
+def _scored_by_case(outcomes: Sequence[Mapping], split: str | None) -> dict[str, tuple[bool, str]]:
     return {
-        o["case_id"]: bool(o["correct"])
+        o["case_id"]: (bool(o["correct"]), str(o.get("family", o["case_id"])))
         for o in outcomes
         if o.get("correct") is not None and (split is None or o.get("split") == split)
     }
@@ -173,32 +259,66 @@ def paired_tests(
 ) -> dict:
     """Each policy against each baseline, paired on the scored cases of ``split`` both share.
 
-    Returns ``{policy: {baseline: {n, mcnemar_p, b01, b10, diff, diff_ci95, within_noise}}}``
-    where ``b10`` counts cases the policy gets right and the baseline wrong. A policy is not
-    compared with itself; baselines missing from ``outcomes_by_policy`` are skipped.
-    ``split=None`` pairs over all splits.
+    Returns ``{policy: {baseline: {...}}}`` with, case level: ``n``, ``mcnemar_p``, ``b01``,
+    ``b10`` (``wins`` = ``b10``: the policy right and the baseline wrong; ``losses`` = ``b01``),
+    ``diff`` and its case bootstrap ``diff_ci95``; family level: ``n_families``,
+    ``diff_ci95_family``, ``p_family`` (``family_sign_flip_p``), ``p_holm`` (Holm over every
+    distinct comparison of this split: a pair of baselines compared both ways counts once) and
+    ``verdict``; ``within_noise`` is
+    ``verdict == "within noise"``. A policy is not compared with itself; baselines missing from
+    ``outcomes_by_policy`` are skipped. ``split=None`` pairs over all splits.
     """
     by_case = {p: _scored_by_case(o, split) for p, o in outcomes_by_policy.items()}
     result: dict[str, dict] = {}
+    flat: list[dict] = []
+    mirrors: list[tuple[dict, dict]] = []
     for policy, mine in by_case.items():
         row = {}
         for base in baselines:
             if base == policy or base not in by_case:
                 continue
+            done = result.get(base, {}).get(policy)
+            if done is not None:  # the same pair the other way round: one test, counted once by Holm
+                row[base] = _mirrored(done)
+                mirrors.append((row[base], done))
+                continue
             theirs = by_case[base]
             ids = sorted(set(mine) & set(theirs))
-            a = [mine[i] for i in ids]
-            b = [theirs[i] for i in ids]
+            a = [mine[i][0] for i in ids]
+            b = [theirs[i][0] for i in ids]
+            fams = [mine[i][1] for i in ids]
+            d = [float(x) - float(y) for x, y in zip(a, b)]
             test = mcnemar_exact(a, b)
             boot = paired_bootstrap_diff(a, b, n_resamples=n_resamples, seed=seed)
             row[base] = {
                 "n": len(ids),
+                "n_families": len(set(fams)),
+                "wins": test["b10"],
+                "losses": test["b01"],
                 "mcnemar_p": test["p_value"],
                 "b01": test["b01"],
                 "b10": test["b10"],
                 "diff": boot["diff"],
                 "diff_ci95": boot["ci95"],
-                "within_noise": within_noise(boot["ci95"]),
+                "diff_ci95_family": family_bootstrap(fams, d, n_resamples=n_resamples, seed=seed),
+                "p_family": family_sign_flip_p(fams, d, seed=seed),
             }
+            flat.append(row[base])
         result[policy] = row
+    for entry, p_adj in zip(flat, holm([e["p_family"] for e in flat])):
+        entry["p_holm"] = p_adj
+        entry["verdict"] = verdict(entry["diff"], p_adj)
+        entry["within_noise"] = entry["verdict"] == "within noise"
+    for mirror, entry in mirrors:
+        mirror["p_holm"] = entry["p_holm"]
+        mirror["verdict"] = verdict(mirror["diff"], entry["p_holm"])
+        mirror["within_noise"] = mirror["verdict"] == "within noise"
     return result
+
+
+def _mirrored(t: dict) -> dict:
+    """The entry of the reverse comparison: differences negated, wins and losses swapped."""
+    neg = lambda ci: None if ci is None else [-ci[1], -ci[0]]
+    return dict(t, wins=t["losses"], losses=t["wins"], b01=t["b10"], b10=t["b01"],
+                diff=None if t["diff"] is None else -t["diff"], diff_ci95=neg(t["diff_ci95"]),
+                diff_ci95_family=neg(t["diff_ci95_family"]))

@@ -53,6 +53,9 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--test-families", type=int, default=None, help="families in the test split (default ~25%%)")
     g.add_argument("--dev-families", type=int, default=None, help="families in the dev split (default ~20%%)")
     g.add_argument("--split-manifest", default=None, help="reuse the split of a saved split_manifest.json")
+    g.add_argument("--headroom-probe", action="store_true", help="deal families where a program beats the direct "
+                   "answer over the splits first; read from one probe case per family, which is then left out of "
+                   "every score (default: the split depends on the seed and family names only)")
 
     g = p.add_argument_group("backend (how the model attempts cases)")
     g.add_argument("--backend", default="synth", help="synth (default, offline), hf, vllm, openai, replay")
@@ -96,7 +99,7 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--memory-mb", type=int, default=256, help="memory limit per program run")
     g.add_argument("--workers", type=int, default=2, help="sandbox worker processes")
     g.add_argument("--program-samples", type=int, default=1, help="independent first programs per case; k > 1 adds "
-                   "the budget-matched resample-instead-of-repair baseline (resample_visible); useful with sampling")
+                   "the resample-instead-of-repair baseline (resample_visible), matched in program generations (not in work); useful with sampling")
     g.add_argument("--repair-history", action="store_true", help="repair prompts show every earlier attempt and "
                    "its feedback, not only the latest (changes FIX prompts: new generations)")
     g.add_argument("--wave-size", type=int, default=64, help="cases per wave (a backend batch); a kill loses at most one wave")
@@ -114,11 +117,17 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--lora-r", type=int, default=8, help="LoRA rank")
     g.add_argument("--lora-alpha", type=int, default=16, help="LoRA alpha")
     g.add_argument("--lora-dropout", type=float, default=0.05, help="LoRA dropout")
+    g.add_argument("--lora-layers", type=int, default=0, help="adapt only the last N decoder layers (0: all); "
+                   "cuts the backward pass on a real base, e.g. 8 of SmolLM2's 30")
     g.add_argument("--dagger-iters", type=int, default=0, help="DAgger iterations after the oracle-trajectory start")
     g.add_argument("--dagger-beta", type=float, default=0.5, help="DAgger initial oracle mixing rate (annealed to 0)")
     g.add_argument("--cv-folds", type=int, default=0, help="family-level cross-validation folds (0: off)")
     g.add_argument("--policies", default=None, help="comma-separated policies to report (default: all that were run)")
-    g.add_argument("--cost", default="generations", help="cost model for the budget frontier: generations or tokens")
+    g.add_argument("--cost", default="generations", help="cost model for the oracle labels and the budget frontier: "
+                   "generations (program rounds), tokens (completion tokens) or work (search nodes for synth, "
+                   "completion tokens for model backends)")
+    g.add_argument("--seeds", type=int, default=1, help="retrain every learned controller and the shuffled control "
+                   "with seeds SEED..SEED+N-1 and report mean [min, max] (default 1)")
     return p
 
 
@@ -151,13 +160,14 @@ def build_config(args):
     lora_kw = dict(base_model=args.policy_model, cache_dir=str(root / "reports" / "cache" / "tiny_base"),
                    max_steps=args.max_steps, batch_size=args.batch_size, grad_accum=args.grad_accum,
                    max_length=args.max_length, lora_r=args.lora_r, lora_alpha=args.lora_alpha,
-                   lora_dropout=args.lora_dropout, seed=args.seed)
+                   lora_dropout=args.lora_dropout, lora_layers=args.lora_layers, seed=args.seed)
     if args.learning_rate is not None:
         lora_kw["learning_rate"] = args.learning_rate
     experiment = ExperimentConfig(
         seed=args.seed, train_lora=args.train_lora, train_shuffled_lora=args.train_shuffled_lora,
         policies=tuple(p.strip() for p in args.policies.split(",") if p.strip()) if args.policies else None,
         dagger_iters=args.dagger_iters, dagger_beta=args.dagger_beta, cv_folds=args.cv_folds, cost=args.cost,
+        seeds=args.seeds,
         progress=not args.no_progress, lora=LoraPolicyConfig(**lora_kw), adapters_dir=str(root / "reports" / "adapters"))
     rollout = RolloutConfig(max_repairs=args.max_repairs, exec_timeout_s=args.exec_timeout, memory_mb=args.memory_mb,
                             wave_size=args.wave_size, program_samples=args.program_samples, repair_history=args.repair_history, progress_every=args.progress_every, progress=not args.no_progress)
@@ -165,7 +175,8 @@ def build_config(args):
                      force=args.force, tag=args.tag, limit_total=args.limit_total,
                      cases_per_family=args.cases_per_family, split_seed=args.split_seed,
                      test_families=args.test_families, dev_families=args.dev_families,
-                     split_manifest=args.split_manifest, workers=args.workers, export_sft=args.export_sft, backend=backend, rollout=rollout,
+                     split_manifest=args.split_manifest, headroom_probe=args.headroom_probe, workers=args.workers,
+                     export_sft=args.export_sft, backend=backend, rollout=rollout,
                      experiment=experiment)
 
 

@@ -161,3 +161,77 @@ def test_render_tokens_estimate(trained):
     exact = render_tokens_estimate(prompt, policy.tokenizer)
     assert exact == len(policy.tokenizer(prompt + "\nAction:", add_special_tokens=False)["input_ids"])
     assert render_tokens_estimate(prompt) >= exact > 0
+
+
+# ---------------------------------------------------------------- speed-relevant scoring paths
+
+
+def test_merge_examples_sums_label_weights():
+    from controller.lora import merge_examples
+
+    ex = [PolicyExample("s", VALID, "FIX", 1.0), PolicyExample("s", VALID, "FIX", 0.5),
+          PolicyExample("s", VALID, "PROGRAM", 2.0), PolicyExample("t", VALID, "FIX", 1.0),
+          PolicyExample("s", ("DIRECT", "FIX"), "FIX", 1.0)]
+    rows = merge_examples(ex)
+    assert [(r.prompt, r.valid_actions) for r in rows] == [("s", VALID), ("t", VALID), ("s", ("DIRECT", "FIX"))]
+    assert rows[0].targets == (("FIX", 1.5), ("PROGRAM", 2.0)) and rows[0].weight == 3.5
+
+
+def test_kept_positions_score_like_all_positions(trained):
+    """logits_to_keep (only the action positions) gives the scores of the full-vocabulary-everywhere
+    baseline, in both scoring modes; first_token equals the sequence mode for one-token actions."""
+    policy, _, _ = trained
+    tok, model = policy.tokenizer, policy.model
+    ids = action_token_ids(tok)
+    held = make_examples(6, 9)
+    prompts, va = [e.prompt for e in held], [e.valid_actions for e in held]
+    with torch.inference_mode():
+        kept = score_actions(model, tok, ids, prompts, va, 256, mode="first_token")
+        full = score_actions(model, tok, ids, prompts, va, 256, mode="first_token", all_logits=True)
+        seq = score_actions(model, tok, ids, prompts, va, 256, mode="sequence")
+        seq_full = score_actions(model, tok, ids, prompts, va, 256, mode="sequence", all_logits=True)
+    for a, b, c, d in zip(kept, full, seq, seq_full):
+        assert torch.allclose(a, b, atol=1e-5) and torch.allclose(c, d, atol=1e-5)
+        assert torch.allclose(a, c, atol=1e-5)  # the tiny tokenizer's actions are single tokens
+
+
+def test_first_token_mode_refuses_shared_first_tokens():
+    from controller.lora_scoring import resolve_score_mode
+
+    shared = {"DIRECT": [5, 6], "WRITE": [5, 7], "FIX": [8], "PROGRAM": [9]}
+    assert resolve_score_mode("auto", shared) == "sequence"
+    assert resolve_score_mode("auto", {"DIRECT": [1, 2], "WRITE": [3], "FIX": [4], "PROGRAM": [5]}) == "first_token"
+    with pytest.raises(ValueError):
+        resolve_score_mode("first_token", shared)
+
+
+def test_early_stopping_on_dev_restores_the_best_adapter(base_dir, tmp_path):
+    """Dev labels are the opposite of train's: the dev loss only gets worse after the first
+    evaluation, so training stops after ``patience`` more and keeps the first evaluation's weights."""
+    train = make_examples(200, 4)
+    flipped = {"PROGRAM": "FIX", "FIX": "PROGRAM"}
+    dev = [PolicyExample(e.prompt, e.valid_actions, flipped[e.label]) for e in make_examples(60, 5)]
+    cfg = LoraPolicyConfig(cache_dir=base_dir, max_steps=120, eval_every=5, patience=2)
+    pol = train_lora_policy(train, cfg, str(tmp_path / "a"), progress=False, dev_examples=dev)
+    early = pol.meta["early_stopping"]
+    assert early["stopped_at"] is not None and pol.meta["steps"] == early["stopped_at"] < 120
+    best = min(early["evaluations"], key=lambda e: e[1])
+    assert early["best_step"] == best[0]
+    # the restored weights give the best evaluation's dev loss
+    from controller.lora import _dev_loss, merge_examples
+
+    got = _dev_loss(pol.model, pol.tokenizer, action_token_ids(pol.tokenizer), merge_examples(dev), cfg)
+    assert got == pytest.approx(best[1], abs=1e-4)
+
+
+def test_lora_layers_adapts_only_the_last_layers(base_dir):
+    from peft import get_peft_model
+
+    from controller.lora import _load_base, _resolve_base, lora_config
+
+    cfg = LoraPolicyConfig(cache_dir=base_dir, lora_layers=1)
+    model, _ = _load_base(_resolve_base(cfg)[0], "cpu")
+    last = model.config.num_hidden_layers - 1
+    peft_model = get_peft_model(model, lora_config(model, cfg))
+    trained = [n for n, p in peft_model.named_parameters() if p.requires_grad]
+    assert trained and all(f".layers.{last}." in n for n in trained)

@@ -66,13 +66,15 @@ def full_summary():
                      "splits": {"test": failures_split}, "total": failures_split},
         "sandbox": {"network": "off"},
         "timing": {"tracegen": 12.5, "trace_stats": {"waves": 3}},
+        "seeds": {"learned_rule": {s: {"seeds": [7, 8, 9], "exact": [2, 1, 3], "n": 12, "mean": 2.0, "min": 1,
+                                       "max": 3} for s in ("dev", "test")}},
     }
 
 
 SECTIONS = ["## Summary", "## Splits and trace counts", "## Held-out test result",
-            "## Dev vs test", "## Paired tests", "## Learned rule", "## DAgger iterations",
+            "## Dev vs test", "## Paired tests", "## Seeds", "## Learned rule", "## DAgger iterations",
             "## Cross-validation", "## Budget frontier", "## Failure analysis",
-            "## Sandbox and timing", "## Figures", "## Limitations"]
+            "## Sandbox and timing", "## Figures", "## What the numbers show and do not show"]
 
 
 def test_report_renders_every_section_in_order():
@@ -81,7 +83,13 @@ def test_report_renders_every_section_in_order():
     assert positions == sorted(positions)
     assert "`synth`" in md and "`synth-pbe`" in md
     # held-out row: always_tool_visible 2/12 with its Wilson interval and precision
-    assert "| `always_tool_visible` | 2/12 | 16.7% [4.7, 44.8] | 24 | 0 | 12 |" in md
+    assert "| `always_tool_visible` | 2/12 | 12 | 16.7% [4.7, 44.8] | " in md
+    assert "| 24 | 0 | 12 |" in md  # generations, repairs, commits
+    assert "Work (" in md and "Completion tokens" in md and "Sandbox (ms)" in md  # units named
+    assert "p (Holm)" in md and "family bootstrap" in md
+    # seeds: mean [min, max] / n, and no claim about learned_rule beyond what every seed shows
+    assert "| `learned_rule` | 2.0 [1, 3] / 12 | 2.0 [1, 3] / 12 | 2, 1, 3 |" in md
+    assert "`learned_rule` vs `direct_only`: within noise at the family level" in md
     assert "within noise" in md  # 2/12 vs 0/12 cannot be told apart
     assert "seed: 7" in md and "split seed: 3" in md and "vllm" not in md
     assert "Chosen on dev: `tree_depth2`" in md and "| `stump` | 40.0% | 3 |" in md
@@ -102,7 +110,8 @@ def test_report_skips_missing_sections():
     minimal = {"config": {"backend": "hf"}, "policy_results": {
         "direct_only": {"test": full["policy_results"]["direct_only"]["test"]}}}
     md = render_report(minimal)
-    for present in ("## Summary", "## Held-out test result", "## Figures", "## Limitations"):
+    for present in ("## Summary", "## Held-out test result", "## Figures",
+                    "## What the numbers show and do not show"):
         assert present in md
     for absent in ("## Paired tests", "## Learned rule", "## DAgger", "## Cross-validation",
                    "## Budget frontier", "## Failure analysis", "## Dev vs test",
@@ -135,3 +144,42 @@ def test_cost_per_case():
     assert cost_per_case(r, "generations") == 1.5
     assert cost_per_case(r, "tokens") == 0.1  # thousand tokens
     assert cost_per_case({}, "tokens") == 0.0
+
+
+def test_best_deployable_is_picked_on_dev_and_ties_are_named():
+    from controller.report import best_deployable
+
+    full = full_summary()
+    pr = full["policy_results"]
+    # dev: learned_rule and always_tool tie at 2/12; learned_rule spent fewer generations -> it wins
+    assert best_deployable(full) == ["learned_rule"]
+    # make test favour always_tool: the pick must not move (dev decides, never test)
+    pr["always_tool_visible"]["test"] = dict(pr["always_tool_visible"]["test"], exact=11, accuracy=11 / 12)
+    assert best_deployable(full) == ["learned_rule"]
+    assert "picked on dev" in render_report(full)
+    # a full tie on dev (accuracy and generations): no choice is presented
+    pr["learned_rule"]["dev"] = dict(pr["always_tool_visible"]["dev"])
+    assert best_deployable(full) == ["always_tool_visible", "learned_rule"]
+    assert "Dev cannot pick a best deployable policy: 2 policies tie" in render_report(full)
+
+
+def test_rule_dev_tie_is_reported_not_presented_as_a_choice():
+    full = full_summary()
+    full["learned_rule"]["candidates"]["stump"] = dict(full["learned_rule"]["candidates"]["tree_depth2"])
+    full["learned_rule"]["dev_tie"] = True
+    md = render_report(full)
+    assert "Every candidate ties on dev" in md and "Chosen on dev" not in md
+
+
+def test_seed_claims_need_every_seed():
+    from controller.report import seed_claims
+
+    full = full_summary()
+    t = full["paired_tests"]["test"]["learned_rule"]["direct_only"]
+    t.update(verdict="better", p_holm=0.01)
+    # direct_only is 0/12; seeds 2, 1, 3 all above it -> the claim holds across seeds
+    assert any("better than `direct_only`" in c and "every one of 3 seed(s)" in c for c in seed_claims(full))
+    full["seeds"]["learned_rule"]["test"]["exact"] = [2, 0, 3]
+    claims = seed_claims(full)
+    assert any("not at every seed" in c and "no claim" in c for c in claims)
+    assert not any("better than `direct_only`" in c for c in claims)

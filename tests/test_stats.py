@@ -2,12 +2,16 @@
 import pytest
 
 from controller.stats import (
+    family_bootstrap,
+    family_sign_flip_p,
+    holm,
     mcnemar_exact,
     min_discordant_for_significance,
     paired_bootstrap_diff,
     paired_tests,
     summarize_outcomes,
     wilson_ci,
+    verdict,
     within_noise,
 )
 
@@ -61,16 +65,16 @@ def test_bootstrap_degenerate():
 
 
 def _o(case, correct, source="direct", direct_correct=False, gens=0, repairs=0, tokens=10,
-       ms=0.0, split="test", policy="p"):
-    return {"policy": policy, "split": split, "case_id": case, "family": "f", "actions": [],
-            "source": source, "correct": correct, "direct_correct": direct_correct,
+       ms=0.0, split="test", policy="p", family=None, work=0):
+    return {"policy": policy, "split": split, "case_id": case, "family": family or f"fam_{case}",
+            "actions": [], "source": source, "correct": correct, "direct_correct": direct_correct,
             "program_generations": gens, "repair_actions": repairs, "generated_tokens": tokens,
-            "sandbox_ms": ms}
+            "work": work, "sandbox_ms": ms}
 
 
 def test_summarize_outcomes_every_field():
     outcomes = [
-        _o("a", True, "program", False, gens=1, repairs=1, tokens=100, ms=2.5),  # recovery
+        _o("a", True, "program", False, gens=1, repairs=1, tokens=100, ms=2.5, work=40000),  # recovery
         _o("b", False, "program", True, gens=1, tokens=50, ms=1.0),  # loss
         _o("c", True, "direct", True, tokens=20),
         _o("d", False, "direct", False, gens=1, repairs=2, tokens=30, ms=4.0),
@@ -81,7 +85,8 @@ def test_summarize_outcomes_every_field():
     expected_keys = {"n", "exact", "accuracy", "accuracy_ci95", "program_generations",
                      "repair_actions", "program_commits", "program_correct", "program_precision",
                      "direct_miss_recoveries", "direct_correct_losses", "generated_tokens",
-                     "sandbox_ms", "tool_productivity", "unscored"}
+                     "sandbox_ms", "tool_productivity", "unscored", "n_families",
+                     "accuracy_ci95_family", "work"}
     assert set(s) == expected_keys
     assert s["n"] == 5 and s["exact"] == 3 and s["accuracy"] == pytest.approx(0.6)
     assert s["accuracy_ci95"] == pytest.approx(wilson_ci(3, 5))
@@ -94,6 +99,7 @@ def test_summarize_outcomes_every_field():
     assert s["sandbox_ms"] == pytest.approx(9.0)
     assert s["tool_productivity"] == pytest.approx(2 / 4)  # scored generations only
     assert s["unscored"] == 1
+    assert s["work"] == 40000 and s["n_families"] == 5
 
 
 def test_summarize_empty_and_direct_only():
@@ -113,5 +119,100 @@ def test_paired_tests_aligned_by_case():
     t = res["learned_rule"]["direct_only"]
     assert t["n"] == 8 and t["b10"] == 6 and t["b01"] == 0
     assert t["mcnemar_p"] == pytest.approx(0.03125)
-    assert t["diff"] == pytest.approx(0.75) and not t["within_noise"]
+    assert t["diff"] == pytest.approx(0.75)
+    # 8 families, 6 of them +1: exact sign-flip p = 2 / 2^6; one comparison, so Holm leaves it
+    assert t["n_families"] == 8 and t["p_family"] == pytest.approx(2 / 64)
+    assert t["p_holm"] == pytest.approx(2 / 64) and t["verdict"] == "better" and not t["within_noise"]
     assert set(res["learned_rule"]) == {"direct_only"} and res["direct_only"] == {}
+
+
+# ----------------------------------------------------------------------------- family level
+
+
+def test_family_bootstrap_two_families_known_interval():
+    # f1: 2/2 right, f2: 0/2. Resampling 2 families: both f1 (acc 1), both f2 (0), mixed (0.5).
+    fams = ["f1", "f1", "f2", "f2"]
+    lo, hi = family_bootstrap(fams, [1, 1, 0, 0], n_resamples=4000, seed=3)
+    assert (lo, hi) == (0.0, 1.0)
+    assert family_bootstrap(fams, [1, 1, 0, 0], seed=3) == family_bootstrap(fams, [1, 1, 0, 0], seed=3)
+    assert family_bootstrap(["f", "f", "f"], [1, 0, 1]) == pytest.approx([2 / 3, 2 / 3])  # one family
+    assert family_bootstrap([], []) is None
+
+
+def test_family_bootstrap_wider_than_case_level_when_families_cluster():
+    # 10 families of 5 identical cases: the family interval must be wider than Wilson's over 50.
+    fams = [f"f{i}" for i in range(10) for _ in range(5)]
+    vals = [1.0 if i < 5 else 0.0 for i in range(10) for _ in range(5)]
+    lo, hi = family_bootstrap(fams, vals, seed=0)
+    wlo, whi = wilson_ci(25, 50)
+    assert hi - lo > whi - wlo
+
+
+@pytest.mark.parametrize("sums, expected", [
+    ([1] * 5, 2 / 32),                 # all five families move the same way: exact 2/2^5
+    ([1] * 6, 2 / 64),
+    ([3, -1], 1.0),                    # every sign pattern is at least as extreme as |2|
+    ([0, 0, 0], 1.0),                  # no family differs
+    ([2, 1, 0, 0], 0.5),               # zero-sum families cannot move the statistic
+])
+def test_family_sign_flip_known_p(sums, expected):
+    fams, diffs = [], []
+    for i, d in enumerate(sums):  # spread each family's sum over cases of +-1 and 0
+        step = 1 if d >= 0 else -1
+        cells = [step] * abs(d) + [0]
+        fams += [f"f{i}"] * len(cells)
+        diffs += cells
+    assert family_sign_flip_p(fams, diffs) == pytest.approx(expected)
+
+
+def test_holm_known_values():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([]) == []
+
+
+def test_verdict_rules():
+    assert verdict(0.2, 0.01) == "better" and verdict(-0.2, 0.01) == "worse"
+    assert verdict(0.2, 0.05) == "within noise" and verdict(None, None) == "within noise"
+
+
+def test_case_level_significance_is_not_a_family_verdict():
+    # 8 wins, all in one family: McNemar (cases) says p < 0.01, one family says nothing.
+    base = [_o(f"c{i}", False, policy="always_tool_visible", family="one") for i in range(8)]
+    mine = [_o(f"c{i}", True, policy="learned_rule", family="one") for i in range(8)]
+    t = paired_tests({"always_tool_visible": base, "learned_rule": mine}, baselines=("always_tool_visible",))
+    t = t["learned_rule"]["always_tool_visible"]
+    assert t["mcnemar_p"] < 0.01 and t["n_families"] == 1
+    assert t["p_family"] == 1.0 and t["verdict"] == "within noise" and t["within_noise"]
+
+
+def test_holm_over_the_splits_comparisons():
+    # Two policies vs two baselines; six families where a wins; Holm multiplies the smallest by 4
+    n = 6
+    worst = [_o(f"c{i}", False, policy="direct_only") for i in range(n)]
+    tool = [_o(f"c{i}", False, policy="always_tool_visible") for i in range(n)]
+    a = [_o(f"c{i}", True, policy="a") for i in range(n)]
+    b = [_o(f"c{i}", i == 0, policy="b") for i in range(n)]
+    res = paired_tests({"direct_only": worst, "always_tool_visible": tool, "a": a, "b": b})
+    # always_tool_visible vs direct_only is the mirror of direct_only vs always_tool_visible: counted once
+    pairs = [(p, q) for p in res for q in res[p] if (p, q) != ("always_tool_visible", "direct_only")]
+    raw = {k: res[k[0]][k[1]]["p_family"] for k in pairs}
+    adj = {k: res[k[0]][k[1]]["p_holm"] for k in pairs}
+    assert len(raw) == 5
+    assert raw[("a", "direct_only")] == pytest.approx(2 / 64)
+    assert adj == dict(zip(raw, holm(list(raw.values()))))
+    assert adj[("a", "direct_only")] > raw[("a", "direct_only")]
+    assert res["a"]["direct_only"]["verdict"] == ("better" if adj[("a", "direct_only")] < 0.05 else "within noise")
+    assert res["b"]["direct_only"]["verdict"] == "within noise"  # one family differs
+
+
+def test_a_pair_compared_both_ways_is_one_holm_comparison():
+    n = 6
+    worst = [_o(f"c{i}", False, policy="direct_only") for i in range(n)]
+    tool = [_o(f"c{i}", True, policy="always_tool_visible") for i in range(n)]
+    res = paired_tests({"direct_only": worst, "always_tool_visible": tool})
+    fwd, back = res["always_tool_visible"]["direct_only"], res["direct_only"]["always_tool_visible"]
+    assert fwd["p_family"] == pytest.approx(2 / 64) and fwd["p_holm"] == pytest.approx(2 / 64)  # one test
+    assert back["p_holm"] == fwd["p_holm"] and back["diff"] == -fwd["diff"]
+    assert (back["wins"], back["losses"]) == (fwd["losses"], fwd["wins"])
+    assert fwd["verdict"] == "better" and back["verdict"] == "worse"
+    assert back["diff_ci95_family"] == [-fwd["diff_ci95_family"][1], -fwd["diff_ci95_family"][0]]
