@@ -14,9 +14,8 @@ from tracegen.grading import program_right
 
 from .dagger import run_dagger
 from .failures import failure_breakdown
-from .policies import FIXED_POLICIES, Oracle
-from .resample import NAME as RESAMPLE
-from .resample import has_samples, resample_outcomes
+from .policies import FIXED_POLICIES, TREE_POLICIES, Oracle
+from .resample import has_samples
 from .rule import fit_rule, select_rule
 from .simulate import simulate
 from .stats import paired_tests, summarize_outcomes
@@ -24,7 +23,7 @@ from .training import full_state_pairs, labelled
 
 SPLITS = ("train", "dev", "test")
 POLICY_NAMES = (*FIXED_POLICIES, "oracle_seq", "learned_rule", "lora_seq_policy", "lora_shuffled_seq",
-                "learned_rule_dagger", "lora_dagger", "resample_visible")
+                "learned_rule_dagger", "lora_dagger", *TREE_POLICIES)
 
 
 @dataclass
@@ -125,9 +124,9 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
         timing["lora_shuffled_s"] = round(time.monotonic() - t, 2)
 
     # --- simulate every policy on every split ---------------------------------------------
+    if has_samples(_scored(records)):  # --program-samples K > 1: policies that RESAMPLE
+        policies.update({name: cls() for name, cls in TREE_POLICIES.items()})
     outcomes = {name: simulate(p, records) for name, p in policies.items()}
-    if has_samples(_scored(records)):
-        outcomes[RESAMPLE] = resample_outcomes(records)
     results = {name: {s: summarize_outcomes([o for o in outs if o["split"] == s]) for s in SPLITS}
                for name, outs in outcomes.items()}
     summary = {"splits": split_counts(records), "policy_results": results, "learned_rule": learned_rule}
