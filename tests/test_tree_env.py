@@ -111,8 +111,10 @@ def test_v1_records_are_upgraded_on_read(tmp_path):
     rec = make_record("f/r_1", "fr", rounds=[(False, None), (True, ANSWER)])
     flat = make_record("x", "x", rounds=[(False, None), (True, ANSWER)])
     rec["samples"], rec["hidden"]["samples"] = flat["rounds"], flat["hidden"]["rounds"]
+    plain = make_record("f/r_2", "fr", rounds=[(True, ANSWER)])
+    rec["schema_version"] = plain["schema_version"] = 1
     path = tmp_path / "v1.jsonl"
-    path.write_text(json.dumps(rec) + "\n" + json.dumps(make_record("f/r_2", "fr", rounds=[(True, ANSWER)])) + "\n")
+    path.write_text(json.dumps(rec) + "\n" + json.dumps(plain) + "\n")
     got = read_traces(path)
     assert [r["schema_version"] for r in got] == [2, 2]
     assert got[0]["samples"] == [[flat["rounds"][0]], [flat["rounds"][1]]] and got[0]["sample_repairs"] == 0

@@ -32,7 +32,7 @@ def make_record(case_id="fam_a/fam_a_1", family="fam_a", split="test", *, direct
         if r["visible"]["ok"] is False:
             r["visible"]["message"] = "output differs from the public example"
     return {
-        "schema_version": 1, "case_id": case_id, "family": family, "split": split, "backend": "synth",
+        "schema_version": 2, "case_id": case_id, "family": family, "split": split, "backend": "synth",
         "model": "synth", "max_repairs": max_repairs,
         "task": {"input_table": EX_IN, "output_table": EX_OUT, "test_table": TEST_IN},
         "direct": {"raw": "[]", "table": direct, "parse": {"status": "ok" if direct is not None else "failed",
