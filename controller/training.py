@@ -39,7 +39,7 @@ TIE_WEIGHT = 0.05
 
 @dataclass
 class TrainingSet:
-    """Labelled states. ``weights`` are the regret of the wrong choice: states where the choice
+    """Labelled states. ``weights`` are the mean regret of a wrong choice: states where the choice
     decides whether the answer is right weigh 1, states where it only changes the cost weigh less."""
 
     states: list[State] = field(default_factory=list)
@@ -77,7 +77,10 @@ def labelled(pairs, lam: float = 0.0, cost: str = "generations") -> TrainingSet:
         values = action_values(rec, s.pos, lam, cost)
         label = min(values, key=lambda a: (-values[a][0], values[a][1], _ORDER[a]))
         others = [v[0] for a, v in values.items() if a != label]
-        gap = values[label][0] - max(others) if others else 0.0
+        # the mean regret of a wrong choice; with two valid actions (every chain state) this is the
+        # pilot's "best minus second best", but on the tree PROGRAM-now and RESAMPLE-then-PROGRAM can
+        # reach the same value while DIRECT loses it: the state still decides correctness
+        gap = values[label][0] - sum(others) / len(others) if others else 0.0
         out.states.append(s)
         out.labels.append(label)
         out.weights.append(max(gap, TIE_WEIGHT))
