@@ -2,7 +2,9 @@
 
 The state builder is leak-free by construction. ``visible_view`` drops ``hidden`` and every round
 not yet revealed by the actions taken so far, and ``visible_state`` reads nothing but that view:
-no hidden answer (not even its shape), no later rounds, no program output before WRITE.
+no hidden answer (not even its shape), no later rounds, no program sample not yet drawn, no
+program output before WRITE. With ``--program-samples`` K > 1 a state is a position in the case's
+tree (``Pos``); ``commit_choice`` is the one rule that decides which passing program PROGRAM commits.
 """
 from __future__ import annotations
 

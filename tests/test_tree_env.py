@@ -13,7 +13,6 @@ from tracegen.records import append_record, read_traces, upgrade_record, validat
 from tracefactory import ANSWER, WRONG, make_record, make_tree_record
 
 ROOT = Path(__file__).resolve().parents[1]
-OTHER = [["Di"], ["Di"], ["Di"]]
 
 
 def test_tree_valid_actions_follow_the_action_table():
