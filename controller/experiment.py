@@ -20,9 +20,8 @@ from tracegen.grading import program_right
 from .cost import work_unit
 from .dagger import run_dagger
 from .failures import failure_breakdown
-from .policies import FIXED_POLICIES, Oracle
-from .resample import NAME as RESAMPLE
-from .resample import has_samples, resample_outcomes
+from .policies import FIXED_POLICIES, TREE_POLICIES, Oracle
+from .resample import has_samples
 from .rule import dev_tie, fit_rule, select_rule
 from .simulate import simulate
 from .stats import paired_tests, summarize_outcomes
@@ -30,7 +29,7 @@ from .training import full_state_pairs, labelled
 
 SPLITS = ("train", "dev", "test")
 POLICY_NAMES = (*FIXED_POLICIES, "oracle_seq", "learned_rule", "lora_seq_policy", "lora_shuffled_seq",
-                "learned_rule_dagger", "lora_dagger", "resample_visible")
+                "learned_rule_dagger", "lora_dagger", *TREE_POLICIES)
 
 
 @dataclass
@@ -211,9 +210,9 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     policies.update({k: v for k, v in learned.items() if k not in ("learned_rule_dagger", "lora_dagger")})
 
     # --- simulate every policy on every split ---------------------------------------------
+    if has_samples(_scored(records)):  # --program-samples K > 1: policies that RESAMPLE
+        policies.update({name: cls() for name, cls in TREE_POLICIES.items()})
     outcomes = {name: simulate(p, records) for name, p in policies.items()}
-    if has_samples(_scored(records)):
-        outcomes[RESAMPLE] = resample_outcomes(records)
     for dname in ("learned_rule_dagger", "lora_dagger"):
         if dname in learned:
             outcomes[dname] = simulate(learned[dname], records)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-ACTIONS = ("DIRECT", "WRITE", "FIX", "PROGRAM")
+ACTIONS = ("DIRECT", "WRITE", "FIX", "PROGRAM", "RESAMPLE")
 ACTION_CUE = "\nAction:"
 
 

@@ -71,6 +71,51 @@ class WriteOnce(_PerState):
         return "PROGRAM" if "PROGRAM" in s.valid_actions else "DIRECT"
 
 
+class CrossCheck(_PerState):
+    """Always-tool with a cross-check: after the first program passes the public example, draw one
+    more independent program (RESAMPLE, not repaired) and commit only on agreement.
+
+    * the check passes and its output on the new input agrees with the first program's: PROGRAM;
+    * the check passes and disagrees: DIRECT (the example does not pin the transformation down,
+      so neither program is trusted over the direct answer);
+    * the check fails the public example: PROGRAM (a failed check is no evidence against the
+      program that passed); with no sample left (K = 1) it is always-tool.
+    """
+
+    name = "cross_check"
+
+    def choose(self, s: State) -> str:
+        f, valid = s.features, s.valid_actions
+        if "WRITE" in valid:
+            return "WRITE"
+        if not f["passing_programs"]:
+            return "FIX" if "FIX" in valid else "DIRECT"
+        if f["samples_drawn"] == 1 and "RESAMPLE" in valid:
+            return "RESAMPLE"
+        if f["distinct_passing_outputs"] > 1:
+            return "DIRECT"
+        return "PROGRAM"
+
+
+class ResampleVisible(_PerState):
+    """Resample instead of repair, budget-matched to the repairing policies: write one program,
+    and while no program passes the public example draw the next independent sample (never FIX),
+    up to 1 + max_repairs generations; commit the first program that passes, else DIRECT. Needs
+    ``--program-samples`` K > 1 (with K = 1 it is ``write_once``)."""
+
+    name = "resample_visible"
+
+    def choose(self, s: State) -> str:
+        valid = s.valid_actions
+        if "WRITE" in valid:
+            return "WRITE"
+        if "PROGRAM" in valid:
+            return "PROGRAM"
+        if "RESAMPLE" in valid and s.features["generations_spent"] < 1 + s.features["max_repairs"]:
+            return "RESAMPLE"
+        return "DIRECT"
+
+
 class Oracle(_PerState):
     """Hindsight: reads the hidden grades of the records it was given (the ceiling)."""
 
@@ -79,7 +124,7 @@ class Oracle(_PerState):
         self.lam, self.cost, self.name = lam, cost, name
 
     def choose(self, s: State) -> str:
-        return oracle_label(self.by_id[s.case_id], s.revealed, self.lam, self.cost)
+        return oracle_label(self.by_id[s.case_id], s.pos, self.lam, self.cost)
 
 
 class Mixture:
@@ -98,3 +143,5 @@ class Mixture:
 
 
 FIXED_POLICIES = {p.name: p for p in (DirectOnly, AlwaysTool, VisibleDisagree, WriteOnce)}
+# Policies that need RESAMPLE (--program-samples K > 1); with K = 1 they add nothing new.
+TREE_POLICIES = {p.name: p for p in (CrossCheck, ResampleVisible)}

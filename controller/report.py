@@ -363,16 +363,49 @@ def _dagger(s: Mapping) -> list[str]:
     dagger = s.get("dagger") or {}
     out = []
     for learner, iters in dagger.items():
-        rows = [[it.get("iter"), it.get("beta", "n/a"), it.get("n_states", "n/a"),
+        rows = [[it.get("iter"), it.get("beta", "n/a"), it.get("states_visited", "n/a"),
+                 it.get("new_states", "n/a"), it.get("added_states", "n/a"),
+                 it.get("dataset_size", it.get("n_states", "n/a")),
                  _pct((it.get("dev") or {}).get("accuracy")),
                  _pct((it.get("test") or {}).get("accuracy")),
                  _num((it.get("test") or {}).get("program_generations")),
                  _num((it.get("test") or {}).get("repair_actions"))] for it in iters or []]
         if rows:
             out += [f"### `{learner}`", ""] + _table(
-                ["Iter", "Beta", "States", "Dev acc", "Test acc", "Test gens", "Test repairs"],
-                rows)
-    return ["## DAgger iterations", ""] + out if out else []
+                ["Iter", "Beta", "Visited", "New vs BC", "Added", "Dataset", "Dev acc", "Test acc",
+                 "Test gens", "Test repairs"], rows)
+    if not out:
+        return []
+    return ["## DAgger iterations", "",
+            "Visited: distinct states (case + revealed attempts) the iteration's rollouts reached; "
+            "New vs BC: of those, not in the behaviour-cloning dataset (the recorded sample-0 "
+            "chains); Added: not in the aggregated dataset before the iteration.", ""] + out
+
+
+def _cross_check(s: Mapping) -> list[str]:
+    """With --program-samples K > 1: does a cross-check raise the precision of committed programs,
+    and at what cost (generations, resamples, search nodes)?"""
+    res = s.get("policy_results") or {}
+    names = [p for p in ("always_tool_visible", "cross_check", "resample_visible", "learned_rule",
+                         "learned_rule_dagger", "oracle_seq") if p in res]
+    if "cross_check" not in res:
+        return []
+    rows = []
+    for split in ("dev", "test"):
+        for p in names:
+            r = (res[p] or {}).get(split) or {}
+            if not r:
+                continue
+            rows.append([split, f"`{p}`", f"{r.get('exact')}/{r.get('n')}", _pct(r.get("accuracy")),
+                         f"{r.get('program_correct')}/{r.get('program_commits')}", _pct(r.get("program_precision")),
+                         _num(r.get("program_generations")), _num(r.get("resample_actions")),
+                         _num(r.get("search_nodes"))])
+    return ["## Cross-checks (RESAMPLE)", "",
+            "`cross_check`: after the first passing program, draw one more independent program and "
+            "commit only when their outputs on the new input agree (disagreement: the direct answer; "
+            "a failing check: the first program). Precision = right committed programs / commits.", ""] + _table(
+        ["Split", "Policy", "Exact", "Accuracy", "Programs right/committed", "Precision", "Gens",
+         "Resamples", "Search nodes"], rows)
 
 
 def _cv(s: Mapping) -> list[str]:
@@ -584,7 +617,7 @@ def _limitations(s: Mapping) -> list[str]:
     return out
 
 
-SECTIONS = (_summary, _split_section, _heldout, _dev_vs_test, _paired, _seeds, _learned_rule, _dagger,
+SECTIONS = (_summary, _split_section, _heldout, _dev_vs_test, _paired, _seeds, _learned_rule, _dagger, _cross_check,
             _cv, _frontier, _failures, _run_details, _figures, _limitations)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .state import ACTIONS, FEATURE_NAMES, State
+from .state import ACTIONS, FEATURE_NAMES, State, features_for
 
 CANDIDATES = ("stump", "tree_depth2", "tree_depth3", "logistic", "forest")
 
@@ -35,10 +35,10 @@ def _make(name: str, seed: int):
     raise ValueError(f"unknown rule model {name!r}")
 
 
-def _matrix(states: Sequence[State]):
+def _matrix(states: Sequence[State], names: Sequence[str] = FEATURE_NAMES):
     import numpy as np
 
-    return np.array([[s.features[n] for n in FEATURE_NAMES] for s in states], dtype=float)
+    return np.array([[s.features[n] for n in names] for s in states], dtype=float)
 
 
 @dataclass
@@ -54,6 +54,7 @@ class RulePolicy:
     models: dict  # valid_actions tuple -> fitted classifier or a constant action (str)
     model_name: str
     name: str = "learned_rule"
+    feature_names: tuple = FEATURE_NAMES  # the pilot's; plus the tree's when trained on K > 1 states
 
     def _choose(self, s: State, model, row) -> str:
         if model is None:
@@ -68,7 +69,7 @@ class RulePolicy:
     def act(self, states: Sequence[State]) -> list[str]:
         if not states:
             return []
-        X = _matrix(states)
+        X = _matrix(states, self.feature_names)
         return [self._choose(s, self.models.get(tuple(s.valid_actions)), X[i]) for i, s in enumerate(states)]
 
     def describe(self) -> str:
@@ -80,16 +81,16 @@ class RulePolicy:
             if isinstance(model, str):
                 parts.append(f"{head} always {model}")
             elif isinstance(model, DecisionTreeClassifier):
-                parts.append(f"{head}\n{export_text(model, feature_names=list(FEATURE_NAMES))}")
+                parts.append(f"{head}\n{export_text(model, feature_names=list(self.feature_names))}")
             elif hasattr(model, "named_steps"):
                 lr = model.named_steps["logisticregression"]
                 rows = lr.coef_ if len(lr.classes_) > 2 else lr.coef_[:1]
                 names = lr.classes_ if len(lr.classes_) > 2 else lr.classes_[1:]
                 for cls, coefs in zip(names, rows):
-                    top = sorted(zip(coefs, FEATURE_NAMES), key=lambda t: -abs(t[0]))[:5]
+                    top = sorted(zip(coefs, self.feature_names), key=lambda t: -abs(t[0]))[:5]
                     parts.append(f"{head} logit({cls}) " + ", ".join(f"{n} {c:+.2f}" for c, n in top))
             else:
-                imp = sorted(zip(model.feature_importances_, FEATURE_NAMES), reverse=True)[:5]
+                imp = sorted(zip(model.feature_importances_, self.feature_names), reverse=True)[:5]
                 parts.append(f"{head} forest; top features " + ", ".join(f"{n} {v:.2f}" for v, n in imp))
         return "\n".join(parts) or "no decision point seen in training"
 
@@ -101,7 +102,8 @@ def fit_rule(data, model_name: str, seed: int = 0, name: str = "learned_rule") -
     for i, s in enumerate(states):
         if len(s.valid_actions) > 1:
             groups.setdefault(tuple(s.valid_actions), []).append(i)
-    X = _matrix(states) if states else None
+    names = features_for(states)
+    X = _matrix(states, names) if states else None
     models = {}
     for point, idx in groups.items():
         ys = [labels[i] for i in idx]
@@ -113,7 +115,7 @@ def fit_rule(data, model_name: str, seed: int = 0, name: str = "learned_rule") -
         kw = {"logisticregression__sample_weight": w} if model_name == "logistic" else {"sample_weight": w}
         model.fit(X[idx], ys, **kw)
         models[point] = model
-    return RulePolicy(models, model_name, name=name)
+    return RulePolicy(models, model_name, name=name, feature_names=names)
 
 
 def dev_score(policy, records) -> tuple[float, int]:

@@ -1,36 +1,53 @@
 """Simulate a policy over recorded traces: each action reveals what the trace recorded for it.
 
 All episodes advance in lockstep so a batched policy (the LoRA scorer) sees one batch per step.
+An episode walks the case's tree (``state.Pos``): WRITE reveals sample 0's first program, FIX
+the latest sample's next repair round, RESAMPLE the next independent sample's first program.
 An outcome holds the committed answer's correctness (read from ``hidden`` only after the policy
-has committed) and the tool budget the actions spent.
+has committed; PROGRAM commits what ``state.commit_choice`` picks) and the tool budget the
+actions spent: program rounds generated (over all samples), repairs, resamples, generated tokens,
+search nodes of the revealed program attempts, and sandbox time.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from .cost import round_work
-from .state import State, visible_state
+from .oracle import committed_correct, next_pos, revealed_round
+from .state import State, chains, commit_choice, visible_state, visible_view
 
 
 class InvalidAction(RuntimeError):
     pass
 
 
-def _outcome(policy_name: str, rec: dict, actions: list[str], k: int, source: str) -> dict:
+def revealed_rounds(rec: dict, pos: tuple) -> list[dict]:
+    """Every program round revealed at ``pos``, sample by sample."""
+    chs = chains(rec)
+    return [r for j, n in enumerate(pos) for r in chs[j][0][:n]]
+
+
+def _outcome(policy_name: str, rec: dict, actions: list[str], pos: tuple, source: str) -> dict:
     hidden = rec["hidden"]
+    committed = None
     if source == "direct":
         correct = hidden["direct_exact"]
     else:
-        correct = hidden["rounds"][k - 1]["hidden_exact"]
-    rounds = rec["rounds"][:k]
+        view = visible_view(rec, pos)
+        committed = commit_choice(view)
+        correct = committed_correct(rec, pos, view)
+    rounds = revealed_rounds(rec, pos)
     return {
         "policy": policy_name, "split": rec["split"], "case_id": rec["case_id"], "family": rec["family"],
         "actions": actions, "source": source, "correct": correct,
         "direct_correct": hidden["direct_exact"],
-        "program_generations": k,
+        "program_generations": len(rounds),
         "repair_actions": actions.count("FIX"),
+        "resample_actions": actions.count("RESAMPLE"),
+        "committed_sample": committed,
         "generated_tokens": rec["direct"]["completion_tokens"] + sum(r["completion_tokens"] for r in rounds),
         "work": sum(round_work(rec, r) for r in rounds),
+        "search_nodes": sum(int(r.get("search_nodes", 0)) for r in rounds),
         "sandbox_ms": round(sum(r["visible"]["wall_ms"] + r["test"]["wall_ms"] for r in rounds), 3),
     }
 
@@ -41,10 +58,10 @@ def simulate(policy, records: Sequence[dict], *, states_out: list | None = None)
     When ``states_out`` is a list, every visited (record, State) pair is appended to it
     (DAgger aggregates these).
     """
-    episodes = [{"rec": r, "k": 0, "actions": [], "done": None} for r in records]
+    episodes = [{"rec": r, "pos": (), "actions": [], "done": None} for r in records]
     active = list(range(len(episodes)))
     while active:
-        states: list[State] = [visible_state(episodes[i]["rec"], episodes[i]["k"]) for i in active]
+        states: list[State] = [visible_state(episodes[i]["rec"], episodes[i]["pos"]) for i in active]
         if states_out is not None:
             states_out.extend((episodes[i]["rec"], s) for i, s in zip(active, states))
         acts = policy.act(states)
@@ -52,16 +69,18 @@ def simulate(policy, records: Sequence[dict], *, states_out: list | None = None)
         for i, s, a in zip(active, states, acts):
             ep = episodes[i]
             if a not in s.valid_actions:
-                raise InvalidAction(f"{policy.name} chose {a} at {s.case_id} step {s.revealed}; valid: {s.valid_actions}")
+                raise InvalidAction(f"{policy.name} chose {a} at {s.case_id} step {s.revealed} {s.pos}; "
+                                    f"valid: {s.valid_actions}")
             ep["actions"].append(a)
             if a == "DIRECT":
                 ep["done"] = "direct"
             elif a == "PROGRAM":
                 ep["done"] = "program"
             else:
-                if ep["k"] >= len(ep["rec"]["rounds"]):
-                    raise InvalidAction(f"trace of {s.case_id} holds no program round {ep['k']}")
-                ep["k"] += 1
+                nxt = next_pos(ep["pos"], a)
+                if revealed_round(ep["rec"], nxt) is None:
+                    raise InvalidAction(f"trace of {s.case_id} holds no program round for {a} at {s.pos}")
+                ep["pos"] = nxt
                 still.append(i)
         active = still
-    return [_outcome(policy.name, e["rec"], e["actions"], e["k"], e["done"]) for e in episodes]
+    return [_outcome(policy.name, e["rec"], e["actions"], e["pos"], e["done"]) for e in episodes]

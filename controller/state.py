@@ -2,49 +2,123 @@
 
 The state builder is leak-free by construction. ``visible_view`` drops ``hidden`` and every round
 not yet revealed by the actions taken so far, and ``visible_state`` reads nothing but that view:
-no hidden answer (not even its shape), no later rounds, no program output before WRITE.
+no hidden answer (not even its shape), no later rounds, no program sample not yet drawn, no
+program output before WRITE. With ``--program-samples`` K > 1 a state is a position in the case's
+tree (``Pos``); ``commit_choice`` is the one rule that decides which passing program PROGRAM commits.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
-ACTIONS = ("DIRECT", "WRITE", "FIX", "PROGRAM")
+ACTIONS = ("DIRECT", "WRITE", "FIX", "PROGRAM", "RESAMPLE")
 ERRORS = ("parse", "syntax", "forbidden", "no_transform", "timeout", "memory", "exception",
           "bad_output", "crash", "wrong_output")
+
+# A position in the tree of one case: ``pos[j]`` = rounds revealed of program sample j, for the
+# samples drawn so far (drawn in index order, so the tuple names the revealed attempt set exactly).
+# () is the start; WRITE -> (1,); FIX adds a round to the latest sample; RESAMPLE appends (1).
+# With --program-samples 1 a position is () or (n,), the pilot's "n rounds revealed".
+Pos = tuple
 
 
 @dataclass(frozen=True)
 class State:
     case_id: str
-    revealed: int  # program rounds revealed so far (0 = start)
+    revealed: int  # program rounds revealed so far, over all samples (0 = start)
     valid_actions: tuple[str, ...]
     features: dict[str, float]
     text: str  # the same state rendered for a language-model policy
+    pos: Pos = ()  # the tree position; (case_id, pos) is a state's identity (DAgger's dedupe)
+
+    @property
+    def key(self) -> tuple:
+        return (self.case_id, self.pos)
+
+
+def as_pos(revealed) -> Pos:
+    """Accept the pilot's integer step (rounds of sample 0) as a tree position."""
+    if isinstance(revealed, int):
+        return (revealed,) if revealed > 0 else ()
+    return tuple(revealed)
+
+
+def chains(record: dict) -> list[tuple[list, list]]:
+    """(rounds, hidden grades) of every program sample: sample 0 is ``rounds``, then ``samples``.
+
+    Reads version-1 records too (their flat ``samples`` list is upgraded on the fly)."""
+    from tracegen.records import upgrade_record
+
+    rec = upgrade_record(record)
+    hidden = rec["hidden"]
+    out = [(rec["rounds"], hidden["rounds"])]
+    out += list(zip(rec.get("samples", []), hidden.get("samples", [])))
+    return out
+
+
+def sample_repairs(record: dict, j: int) -> int:
+    """Repair rounds allowed on sample j (version-1 extra samples were never repaired)."""
+    return record["max_repairs"] if j == 0 else record.get("sample_repairs", record["max_repairs"])
 
 
 # What a controller may read of a record; everything else (``hidden``, later rounds, extra program
-# samples, totals over work not yet done) stays out. A whitelist, so a new field is hidden by default.
+# samples not drawn yet, totals over work not yet done) stays out. A whitelist, so a new field is
+# hidden by default.
 VISIBLE_KEYS = ("case_id", "family", "split", "backend", "model", "max_repairs", "task", "direct")
 
 
-def visible_view(record: dict, revealed: int) -> dict:
-    """The record as a controller may see it after ``revealed`` program rounds."""
+def visible_view(record: dict, revealed) -> dict:
+    """The record as a controller may see it at tree position ``revealed`` (or the pilot's int).
+
+    ``chains`` holds the revealed rounds of every drawn sample; ``rounds`` is the latest sample's
+    (with one sample: the pilot's chain). ``program_samples`` (K) and the repairs allowed per
+    sample are configuration, visible like ``max_repairs``."""
+    pos = as_pos(revealed)
     view = {k: record[k] for k in VISIBLE_KEYS}
-    view["rounds"] = record["rounds"][:revealed]
+    chs = chains(record)
+    view["program_samples"] = len(chs)
+    view["repairs"] = [sample_repairs(record, j) for j in range(len(chs))]
+    view["chains"] = [chs[j][0][:n] for j, n in enumerate(pos)]
+    view["rounds"] = view["chains"][-1] if pos else []
     return json.loads(json.dumps(view))  # a copy: a policy cannot reach back into the record
 
 
+def passing(view: dict) -> list[tuple[int, object]]:
+    """(sample index, output on the new input) of every revealed program that passes the public
+    example. A chain stops at its first pass, so a passing program is its chain's last round."""
+    return [(j, ch[-1]["test_output"]) for j, ch in enumerate(view["chains"]) if ch and ch[-1]["visible_pass"]]
+
+
+def commit_choice(view: dict) -> int | None:
+    """THE COMMIT RULE (one rule for every policy): which sample's program PROGRAM commits.
+
+    Among the revealed programs that pass the public example, take the output on the new input
+    that the most of them agree on (a program whose run on the new input failed has no output and
+    ranks below any output); ties go to the output of the earliest-drawn sample. Returns that
+    output's earliest sample index, or None when no program passes."""
+    groups: dict[str, list[int]] = {}
+    for j, out in passing(view):
+        groups.setdefault(json.dumps(out), []).append(j)
+    if not groups:
+        return None
+    best = max(groups.items(), key=lambda kv: (len(kv[1]), kv[0] != "null", -kv[1][0]))
+    return best[1][0]
+
+
 def valid_actions(view: dict) -> tuple[str, ...]:
-    """Valid actions from the state table in DESIGN.md, read off a visible view."""
-    rounds = view["rounds"]
-    if not rounds:
+    """Valid actions from the action table in DESIGN.md, read off a visible view."""
+    chs = view["chains"]
+    if not chs:
         return ("DIRECT", "WRITE")
-    if rounds[-1]["visible_pass"]:
-        return ("DIRECT", "PROGRAM")
-    if len(rounds) - 1 < view["max_repairs"]:
-        return ("DIRECT", "FIX")
-    return ("DIRECT",)
+    out = ["DIRECT"]
+    if passing(view):
+        out.append("PROGRAM")
+    j, latest = len(chs) - 1, chs[-1]
+    if not latest[-1]["visible_pass"] and len(latest) - 1 < view["repairs"][j]:
+        out.append("FIX")
+    if len(chs) < view["program_samples"]:
+        out.append("RESAMPLE")
+    return tuple(out)
 
 
 def _shape(t) -> tuple[int, int]:
@@ -90,7 +164,8 @@ def _features(view: dict) -> dict[str, float]:
         "example_cols_ratio": eoc / eic if eic else 0.0,
         "test_rows_vs_example": tir / eir if eir else 0.0,
         "revealed": float(len(view["rounds"])),
-        "repairs_left": float(view["max_repairs"] - max(len(view["rounds"]) - 1, 0)),
+        "repairs_left": float(view["repairs"][len(view["chains"]) - 1 if view["chains"] else 0]
+                              - max(len(view["rounds"]) - 1, 0)),
     }
     rounds = view["rounds"]
     if rounds:
@@ -112,7 +187,33 @@ def _features(view: dict) -> dict[str, float]:
         })
         for e in ERRORS:
             f[f"err_{e}"] = float(last["visible"]["error"] == e)
+    f.update(_tree_features(view, direct))
     return f
+
+
+def _tree_features(view: dict, direct) -> dict[str, float]:
+    """What the tree adds: samples drawn/left, and the visible agreement between passing programs
+    and with the direct answer on the new input (their outputs; never their correctness)."""
+    chs, k = view["chains"], view["program_samples"]
+    outs = [out for _, out in passing(view)]
+    j = commit_choice(view)
+    commit = view["chains"][j][-1]["test_output"] if j is not None else None
+    support = sum(1 for o in outs if o == commit) if j is not None else 0
+    return {
+        "program_samples": float(k),
+        "max_repairs": float(view["max_repairs"]),
+        "samples_drawn": float(len(chs)),
+        "samples_left": float(k - len(chs)) if chs else float(k),
+        "generations_spent": float(sum(len(c) for c in chs)),
+        "passing_programs": float(len(outs)),
+        "distinct_passing_outputs": float(len({json.dumps(o) for o in outs})),
+        "commit_support": float(support),
+        "commit_support_share": support / len(outs) if outs else 0.0,
+        "commit_equals_direct": float(commit is not None and commit == direct),
+        "passing_agree_direct": float(sum(1 for o in outs if o is not None and o == direct)),
+        "commit_direct_agreement": _agreement(commit, direct),
+        "latest_is_commit": float(j is not None and j == len(chs) - 1),
+    }
 
 
 FEATURE_NAMES: tuple[str, ...] = tuple(
@@ -122,32 +223,61 @@ FEATURE_NAMES: tuple[str, ...] = tuple(
      "prog_cols_match_example", "prog_equals_direct", "prog_direct_agreement", "prog_copy_coverage",
      "code_lines", "repeated_code", "direct_cut_off", "last_cut_off"] + [f"err_{e}" for e in ERRORS]
 )
+# Features that only vary with --program-samples K > 1. A learner reads them only when its
+# training states come from a tree (``features_for``), so K = 1 reproduces the pilot exactly.
+TREE_FEATURE_NAMES: tuple[str, ...] = (
+    "program_samples", "max_repairs", "samples_drawn", "samples_left", "generations_spent", "passing_programs",
+    "distinct_passing_outputs", "commit_support", "commit_support_share", "commit_equals_direct",
+    "passing_agree_direct", "commit_direct_agreement", "latest_is_commit")
+ALL_FEATURE_NAMES = FEATURE_NAMES + TREE_FEATURE_NAMES
+
+
+def features_for(states) -> tuple[str, ...]:
+    """The feature names a learner uses: the pilot's, plus the tree's when any state has K > 1."""
+    return ALL_FEATURE_NAMES if any(s.features.get("program_samples", 1.0) > 1 for s in states) else FEATURE_NAMES
+
+
+def _round_status(r: dict) -> str:
+    return "pass" if r["visible_pass"] else (r["visible"]["error"] or "fail")
 
 
 def render(view: dict, features: dict[str, float], valid: tuple[str, ...]) -> str:
-    """A compact text rendering of the state for a language-model controller."""
+    """A compact text rendering of the state for a language-model controller.
+
+    With one program sample this is the pilot's rendering, line for line; with K > 1 it lists every
+    drawn sample's rounds and the agreement of the passing programs."""
     rounds = view["rounds"]
     lines = [f"direct: {'parsed' if features['direct_parsed'] else 'unparsed'}"
              f" cols_match={int(features['direct_cols_match_example'])}"
              f" rows_off={features['direct_rows_vs_ratio']:+.1f} copy={features['direct_copy_coverage']:.1f}"]
-    for r in rounds:
-        status = "pass" if r["visible_pass"] else (r["visible"]["error"] or "fail")
-        cut = " cut_off" if r.get("finish_reason") == "length" else ""
-        lines.append(f"round {r['round']} {r['kind']}: {status}{cut}")
+    tree = view["program_samples"] > 1
+    for j, chain in enumerate(view["chains"] if tree else [rounds]):
+        for r in chain:
+            head = f"sample {j} " if tree else ""
+            cut = " cut_off" if r.get("finish_reason") == "length" else ""
+            lines.append(f"{head}round {r['round']} {r['kind']}: {_round_status(r)}{cut}")
     if rounds:
         lines.append(f"program: agrees_direct={features['prog_direct_agreement']:.1f}"
                      f" same={int(features['prog_equals_direct'])}"
                      f" cols_match={int(features['prog_cols_match_example'])}"
                      f" rows_off={features['prog_rows_vs_ratio']:+.1f} repeated={int(features['repeated_code'])}")
+    if tree:
+        lines.append(f"passing: {int(features['passing_programs'])}"
+                     f" distinct={int(features['distinct_passing_outputs'])}"
+                     f" commit_support={int(features['commit_support'])}"
+                     f" commit_same_direct={int(features['commit_equals_direct'])}"
+                     f" agree_direct={int(features['passing_agree_direct'])}")
+        lines.append(f"samples: drawn={int(features['samples_drawn'])} left={int(features['samples_left'])}")
     lines.append(f"repairs_left: {int(features['repairs_left'])}")
     lines.append("valid: " + " ".join(valid))
     return "\n".join(lines)
 
 
-def visible_state(record: dict, revealed: int) -> State:
-    """The state after ``revealed`` program rounds, built from the visible view alone."""
-    view = visible_view(record, revealed)
+def visible_state(record: dict, revealed) -> State:
+    """The state at tree position ``revealed`` (or the pilot's int step), from the visible view alone."""
+    pos = as_pos(revealed)
+    view = visible_view(record, pos)
     valid = valid_actions(view)
     feats = _features(view)
-    full = {name: float(feats.get(name, 0.0)) for name in FEATURE_NAMES}
-    return State(record["case_id"], revealed, valid, full, render(view, feats, valid))
+    full = {name: float(feats.get(name, 0.0)) for name in ALL_FEATURE_NAMES}
+    return State(record["case_id"], sum(pos), valid, full, render(view, feats, valid), pos)

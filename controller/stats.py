@@ -236,6 +236,8 @@ def summarize_outcomes(outcomes: Sequence[Mapping], *, seed: int = 0, n_resample
         "generated_tokens": sum(int(o.get("generated_tokens", 0)) for o in outcomes),
         "work": sum(int(o.get("work", 0)) for o in outcomes),
         "sandbox_ms": round(sum(float(o.get("sandbox_ms", 0.0)) for o in outcomes), 3),
+        "resample_actions": sum(int(o.get("resample_actions", 0)) for o in outcomes),
+        "search_nodes": sum(int(o.get("search_nodes", 0)) for o in outcomes),
         "tool_productivity": program_correct / scored_gens if scored_gens else None,
         "unscored": len(outcomes) - n,
     }

@@ -98,8 +98,10 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--exec-timeout", type=float, default=1.5, help="seconds per program run in the sandbox")
     g.add_argument("--memory-mb", type=int, default=256, help="memory limit per program run")
     g.add_argument("--workers", type=int, default=2, help="sandbox worker processes")
-    g.add_argument("--program-samples", type=int, default=1, help="independent first programs per case; k > 1 adds "
-                   "the resample-instead-of-repair baseline (resample_visible), matched in program generations (not in work); useful with sampling")
+    g.add_argument("--program-samples", type=int, default=1, help="independent program samples per case (K), each "
+                   "repaired while failing; K > 1 adds the RESAMPLE action and the cross_check and resample_visible "
+                   "policies (resample_visible is matched to always-tool in program generations, not in work); model "
+                   "backends need sampling (--temperature > 0)")
     g.add_argument("--repair-history", action="store_true", help="repair prompts show every earlier attempt and "
                    "its feedback, not only the latest (changes FIX prompts: new generations)")
     g.add_argument("--wave-size", type=int, default=64, help="cases per wave (a backend batch); a kill loses at most one wave")

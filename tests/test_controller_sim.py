@@ -3,7 +3,7 @@ import pytest
 
 from controller import AlwaysTool, DirectOnly, InvalidAction, Oracle, VisibleDisagree, WriteOnce, oracle_label, simulate
 from controller.state import visible_state
-from tracegen.records import validate_record
+from tracegen.records import upgrade_record, validate_record
 
 from tracefactory import ANSWER, WRONG, make_record
 
@@ -114,8 +114,10 @@ def test_resample_baseline_draws_samples_instead_of_repairs():
 
     rec = make_record("f/r_1", "fr", direct=WRONG, rounds=[(False, None), (True, ANSWER)])
     sample_rec = make_record("x", "x", rounds=[(False, None), (True, ANSWER), (True, WRONG)])
-    rec["samples"] = sample_rec["rounds"][:3]
+    rec["samples"] = sample_rec["rounds"][:3]  # a version-1 record: a flat list of extra WRITE rounds
     rec["hidden"]["samples"] = sample_rec["hidden"]["rounds"][:3]
+    rec["schema_version"] = 1
+    rec = upgrade_record(rec)
     validate_record(rec)
     o = resample_outcomes([rec])[0]
     # round 0 fails, sample 1 fails, sample 2 passes and is right: 3 generations, no repair

@@ -86,7 +86,7 @@ def test_summarize_outcomes_every_field():
                      "repair_actions", "program_commits", "program_correct", "program_precision",
                      "direct_miss_recoveries", "direct_correct_losses", "generated_tokens",
                      "sandbox_ms", "tool_productivity", "unscored", "n_families",
-                     "accuracy_ci95_family", "work"}
+                     "accuracy_ci95_family", "work", "resample_actions", "search_nodes"}
     assert set(s) == expected_keys
     assert s["n"] == 5 and s["exact"] == 3 and s["accuracy"] == pytest.approx(0.6)
     assert s["accuracy_ci95"] == pytest.approx(wilson_ci(3, 5))

@@ -32,7 +32,7 @@ def make_record(case_id="fam_a/fam_a_1", family="fam_a", split="test", *, direct
         if r["visible"]["ok"] is False:
             r["visible"]["message"] = "output differs from the public example"
     return {
-        "schema_version": 1, "case_id": case_id, "family": family, "split": split, "backend": "synth",
+        "schema_version": 2, "case_id": case_id, "family": family, "split": split, "backend": "synth",
         "model": "synth", "max_repairs": max_repairs,
         "task": {"input_table": EX_IN, "output_table": EX_OUT, "test_table": TEST_IN},
         "direct": {"raw": "[]", "table": direct, "parse": {"status": "ok" if direct is not None else "failed",
@@ -45,3 +45,18 @@ def make_record(case_id="fam_a/fam_a_1", family="fam_a", split="test", *, direct
                    "direct_exact": None if answer is None else direct == answer,
                    "rounds": [{"hidden_exact": None if answer is None else out == answer} for _, out in rounds]},
     }
+
+
+def make_tree_record(case_id="fam_t/fam_t_1", family="fam_t", split="train", *, direct=WRONG, chains=(),
+                     max_repairs=2, answer=ANSWER, **kw):
+    """A schema-v2 record with K = len(chains) program samples; ``chains[j]`` is sample j's rounds as
+    (visible_pass, test_output) pairs (its WRITE, then its FIX rounds)."""
+    rec = make_record(case_id, family, split, direct=direct, rounds=chains[0], max_repairs=max_repairs,
+                      answer=answer, **kw)
+    rec["schema_version"] = 2
+    extra = [make_record(case_id, family, split, direct=direct, rounds=ch, max_repairs=max_repairs, answer=answer, **kw)
+             for ch in chains[1:]]
+    if extra:
+        rec["samples"] = [e["rounds"] for e in extra]
+        rec["hidden"]["samples"] = [e["hidden"]["rounds"] for e in extra]
+    return rec

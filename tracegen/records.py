@@ -12,7 +12,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1 records are upgraded on read (``upgrade_record``)
 _SCHEMA_PATH = Path(__file__).parent / "schemas" / "trace.schema.json"
 
 
@@ -26,6 +27,26 @@ def _validator():
 
     schema = json.loads(_SCHEMA_PATH.read_text())
     return jsonschema.Draft202012Validator(schema)
+
+
+def upgrade_record(record: dict) -> dict:
+    """A version-1 record as version 2 (a new dict; version-2 records come back unchanged).
+
+    Version 1 held the chain of sample 0 in ``rounds`` (kept as is) and, with ``--program-samples``
+    k > 1, a flat ``samples`` list of extra WRITE rounds with ``hidden.samples`` aligned. Version 2
+    holds a chain per extra sample, so each v1 sample becomes a one-round chain, and
+    ``sample_repairs = 0`` says those samples were never repaired (FIX on them is not in the trace).
+    """
+    if record.get("schema_version") != 1:
+        return record
+    out = dict(record, schema_version=SCHEMA_VERSION)
+    if "samples" in record:
+        out["samples"] = [[r] for r in record["samples"]]
+        out["sample_repairs"] = 0
+        hidden = dict(record["hidden"])
+        hidden["samples"] = [[h] for h in hidden.get("samples", [])]
+        out["hidden"] = hidden
+    return out
 
 
 def validate_record(record: dict) -> None:
@@ -66,7 +87,7 @@ def repair_torn_tail(path: str | Path) -> int:
 def read_traces(path: str | Path, *, validate: bool = True, warn=print) -> list[dict]:
     """Read every complete record; a torn last line is dropped with a message.
 
-    Raises ``TraceFileError`` for a record of another schema version or a corrupt line that is
+    Version-1 records come back upgraded to version 2. Raises ``TraceFileError`` for a record of another schema version or a corrupt line that is
     not the last one (that is not a crash artefact, and silently skipping it would lose data).
     """
     path = Path(path)
@@ -89,10 +110,12 @@ def read_traces(path: str | Path, *, validate: bool = True, warn=print) -> list[
         if not isinstance(rec, dict):
             raise TraceFileError(f"{path}: line {i + 1} is not a JSON object")
         version = rec.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise TraceFileError(
-                f"{path}: line {i + 1} has trace schema version {version!r}; this toolkit reads version {SCHEMA_VERSION}"
+                f"{path}: line {i + 1} has trace schema version {version!r}; this toolkit reads versions "
+                f"{', '.join(map(str, READABLE_VERSIONS))}"
             )
+        rec = upgrade_record(rec)
         if validate:
             try:
                 validate_record(rec)

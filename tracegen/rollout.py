@@ -1,8 +1,10 @@
 """The rollout loop: attempt every case wave by wave so model backends get whole batches.
 
 For each chunk of ``wave_size`` cases: one wave of direct prompts, then one wave of first
-programs (WRITE), then one wave per repair round (FIX) for the cases whose program still fails
-the public example. Every parsed program runs twice in the sandbox (public example, new input) in
+programs (WRITE) for every program sample j < ``program_samples`` of every case, then one wave per
+repair round (FIX) for the (case, sample) chains whose program still fails the public example:
+one backend call per wave across cases and samples. The record holds the whole tree: sample 0's
+chain in ``rounds`` and, with K > 1, samples 1..K-1's chains in ``samples`` (schema v2). Every parsed program runs twice in the sandbox (public example, new input) in
 one ``run_many`` batch per wave. Records are appended in case order once their chunk is done, so
 a killed run loses at most one chunk and ``--resume`` picks up at the first missing case.
 """
@@ -14,10 +16,10 @@ from dataclasses import dataclass, field
 from cases import Case, tables_equal
 
 from .backends import Backend, GenerationRequest, Task
+from .conversations import round_feedback, round_messages
 from .grading import hidden_block
 from .parsing import parse_code, parse_table
-from .conversations import round_feedback
-from .prompts import direct_messages, fix_messages, write_messages
+from .prompts import direct_messages, write_messages
 from .records import SCHEMA_VERSION, append_record
 
 
@@ -29,8 +31,21 @@ class RolloutConfig:
     wave_size: int = 64
     progress_every: int = 0  # print a one-line status every N cases (0: only the tqdm bar)
     progress: bool = True
-    program_samples: int = 1  # independent WRITE samples per case (k > 1 adds records' ``samples``)
-    repair_history: bool = False  # FIX prompts show every earlier attempt, not just the latest
+    program_samples: int = 1  # independent program samples per case, each repaired (K > 1 adds ``samples``)
+    repair_history: bool = False  # FIX prompts show every earlier attempt of the sample, not just the latest
+
+
+@dataclass
+class _Chain:
+    """One program sample of one case: its WRITE and FIX rounds."""
+
+    sample: int
+    rounds: list = field(default_factory=list)
+    feedback: object = None
+
+    @property
+    def solved_visible(self) -> bool:
+        return bool(self.rounds) and self.rounds[-1]["visible_pass"]
 
 
 @dataclass
@@ -39,14 +54,11 @@ class _Attempt:
     split: str
     task: Task
     direct: dict = field(default_factory=dict)
-    rounds: list = field(default_factory=list)
-    samples: list = field(default_factory=list)
-    feedback: object = None
-    history: list = field(default_factory=list)  # (code, feedback) of earlier rounds, for repair_history
+    chains: list = field(default_factory=list)  # _Chain per sample j < program_samples
 
     @property
-    def solved_visible(self) -> bool:
-        return bool(self.rounds) and self.rounds[-1]["visible_pass"]
+    def rounds(self) -> list:
+        return self.chains[0].rounds
 
 
 def _task(case: Case) -> Task:
@@ -72,6 +84,7 @@ def _direct_wave(backend: Backend, attempts: list[_Attempt]) -> None:
             "completion_tokens": comp.completion_tokens,
             "gen_ms": round(comp.latency_ms, 3),
             "finish_reason": comp.finish_reason,
+            "search_nodes": int(getattr(comp, "search_nodes", 0)),
         }
 
 
@@ -109,42 +122,34 @@ def _run_programs(backend: Backend, sandbox, attempts: list[_Attempt], reqs: lis
             "visible": visible, "visible_pass": passed, "test": test, "test_output": test_output,
             "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
             "gen_ms": round(comp.latency_ms, 3), "finish_reason": comp.finish_reason,
+            "search_nodes": int(comp.search_nodes),
         }
         out.append((rnd, round_feedback(a.task, rnd)))
     return out
 
 
-def _program_wave(backend: Backend, sandbox, attempts: list[_Attempt], rnd: int, cfg: RolloutConfig) -> None:
-    """Round ``rnd`` for every attempt: WRITE at round 0, else FIX with the last round's feedback."""
+def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]], rnd: int,
+                  cfg: RolloutConfig) -> None:
+    """Round ``rnd`` for every (case, sample) chain: WRITE at round 0, else FIX with the chain's last
+    feedback. Sample j's requests carry ``sample=j`` (its own seed / j-th distinct program)."""
     reqs = []
-    for a in attempts:
+    for a, ch in items:
         if rnd == 0:
-            reqs.append(GenerationRequest("write", write_messages(a.task), a.task, round=0))
+            reqs.append(GenerationRequest("write", write_messages(a.task), a.task, round=0, sample=ch.sample))
         else:
-            prev = a.rounds[-1]["code"] or ""
-            history = a.history[:-1] if cfg.repair_history else None
-            reqs.append(GenerationRequest("fix", fix_messages(a.task, prev, a.feedback, history), a.task,
-                                          round=rnd, previous_code=prev, feedback=a.feedback))
-    for a, (rnd_dict, feedback) in zip(attempts, _run_programs(backend, sandbox, attempts, reqs, cfg)):
-        a.rounds.append(rnd_dict)
-        a.feedback = feedback
-        a.history.append((rnd_dict["code"], feedback))
-
-
-def _sample_wave(backend: Backend, sandbox, attempts: list[_Attempt], cfg: RolloutConfig) -> None:
-    """Extra independent WRITE samples 1..k-1 per case (for the resample-instead-of-repair baseline)."""
-    items = [(a, GenerationRequest("write", write_messages(a.task), a.task, round=0, sample=j))
-             for j in range(1, cfg.program_samples) for a in attempts]
-    if not items:
-        return
-    results = _run_programs(backend, sandbox, [a for a, _ in items], [r for _, r in items], cfg)
-    for (a, _), (rnd_dict, _) in zip(items, results):
-        a.samples.append(rnd_dict)
+            prev = ch.rounds[-1]["code"] or ""
+            msgs = round_messages(a.task, ch.rounds, rnd, cfg.repair_history)  # the one prompt builder
+            reqs.append(GenerationRequest("fix", msgs, a.task, round=rnd, previous_code=prev,
+                                          feedback=ch.feedback, sample=ch.sample))
+    results = _run_programs(backend, sandbox, [a for a, _ in items], reqs, cfg)
+    for (_, ch), (rnd_dict, feedback) in zip(items, results):
+        ch.rounds.append(rnd_dict)
+        ch.feedback = feedback
 
 
 def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig) -> dict:
-    parts = [a.direct] + a.rounds + a.samples
-    programs = a.rounds + a.samples
+    programs = [r for ch in a.chains for r in ch.rounds]
+    parts = [a.direct] + programs
     record = {
         "schema_version": SCHEMA_VERSION,
         "case_id": a.case.case_id, "family": a.case.family, "split": a.split,
@@ -161,8 +166,9 @@ def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig) -> dict:
         "hidden": hidden_block(a.case, a.direct["table"], [r["test_output"] for r in a.rounds]),
     }
     if cfg.program_samples > 1:
-        record["samples"] = a.samples
-        record["hidden"]["samples"] = hidden_block(a.case, None, [r["test_output"] for r in a.samples])["rounds"]
+        record["samples"] = [ch.rounds for ch in a.chains[1:]]
+        record["hidden"]["samples"] = [hidden_block(a.case, None, [r["test_output"] for r in ch.rounds])["rounds"]
+                                       for ch in a.chains[1:]]
     return record
 
 
@@ -170,14 +176,16 @@ def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, s
                 cfg: RolloutConfig) -> list[dict]:
     """Trace one chunk of cases in waves and return their records (nothing is written)."""
     chunk = [_Attempt(c, split_of.get(c.case_id, "unassigned"), _task(c)) for c in cases]
+    for a in chunk:
+        a.chains = [_Chain(j) for j in range(max(cfg.program_samples, 1))]
     _direct_wave(backend, chunk)
-    _sample_wave(backend, sandbox, chunk, cfg)
-    active = chunk
+    # sample-major order: with K = 1 every wave is exactly the pilot's batch
+    active = [(a, a.chains[j]) for j in range(max(cfg.program_samples, 1)) for a in chunk]
     for rnd in range(cfg.max_repairs + 1):
         if not active:
             break
         _program_wave(backend, sandbox, active, rnd, cfg)
-        active = [a for a in active if not a.solved_visible]
+        active = [(a, ch) for a, ch in active if not ch.solved_visible]
     return [_record(a, backend, cfg) for a in chunk]
 
 

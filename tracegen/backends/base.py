@@ -53,8 +53,9 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     latency_ms: float
-    finish_reason: str = "stop"  # "stop" or "length" (cut off at the token limit)
+    finish_reason: str = "stop"  # "stop", "length" (cut off at the token limit), "exhausted" (synth)
     cached: bool = False
+    search_nodes: int = 0  # synth: nodes its search expanded for this completion; model backends: 0
 
 
 @dataclass
