@@ -26,7 +26,8 @@ class ScriptedBackend(Backend):
         self.seen = {}
         self.script = {("direct", 0, 0): '```json\n[["Cy"],["Di"],["Ed"]]\n```',
                        ("write", 0, 0): SAME, ("fix", 1, 0): CRASH, ("fix", 2, 0): RIGHT,
-                       ("write", 0, 1): RIGHT, ("write", 0, 2): "I cannot write this."}
+                       ("write", 0, 1): RIGHT, ("write", 0, 2): "I cannot write this.",
+                       ("fix", 1, 2): "Still nothing.", ("fix", 2, 2): SAME}
 
     def generate(self, requests):
         out = []
@@ -69,7 +70,7 @@ def test_rebuilt_prompts_are_the_prompts_the_model_was_sent(traced):
     task = record_task(record)
     assert direct_conversation(record)[:-1] == seen[("direct", 0, 0)]
     chains = program_chains(record)
-    assert [len(c) for c, _ in chains] == [3, 1, 1]
+    assert [len(c) for c, _ in chains] == [3, 1, 3]  # every sample is repaired while failing
     for j, (chain, _) in enumerate(chains):
         for i, rnd in enumerate(chain):
             assert round_messages(task, chain, i, history) == seen[(rnd["kind"], i, j)], (j, i)
