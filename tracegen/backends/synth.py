@@ -2,30 +2,41 @@
 
 It reads the structured task of each request (the public example and the new input), never the
 hidden answer, and ignores the chat text except to count its tokens:
-- ``direct``: the cell-copying guesser's table for the new input, as JSON;
+- ``direct``: the cell-copying guesser's table for the new input, as JSON (``search_nodes`` 0:
+  the guesser does not search);
 - ``write`` (round 0): a search with ``config.synth_write_nodes`` nodes;
 - ``fix`` (repair rounds): a search with ``config.synth_fix_nodes`` nodes that never returns a
   program it already tried (their keys ride along in the emitted code's ``# program:`` and
   ``# tried:`` lines) and that starts from the failed attempt's steps when the feedback says the
   program ran but produced the wrong table (after a crash it starts over from the empty program).
+Sample j of a program request is the j-th distinct program consistent with the example in the
+search's own ranking (j = 0: the cheapest). Two programs are distinct when their outputs on the
+new input differ: two that agree there are useless as a cross-check. When the search finds fewer,
+the answer is its closest candidate behaving unlike samples 0..j-1, ``finish_reason`` is
+``"exhausted"`` and the text says so. A FIX for sample j applies the same rule to its own search
+(its chain's ``# tried:`` history excluded).
 The text reads like a model's answer: one sentence, then the code in a fenced python block.
-Output is deterministic: for sample 0 the search order is fixed; other samples shuffle it with a
-seed drawn from ``config.seed`` and the sample index. Token counts are counts of the regex
-``\\w+|[^\\w\\s]`` over the prompt messages and over the text.
+``search_nodes`` is the nodes the search spent. Output is deterministic (budgets count nodes).
+A batch's program requests run on a pool of worker processes (``extra["synth_workers"]``, default
+the usable cores, at most 8; 1 runs in-process); results come back in request order and do not
+depend on the pool. Token counts are counts of the regex ``\\w+|[^\\w\\s]`` over the prompt
+messages and over the text.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 
-from tracegen.synth import describe_step, emit_code, guess_direct, read_history, synthesize
+from tracegen.synth import describe_step, emit_code, guess_direct, read_history, run_program, synthesize
 
 from .base import Backend, Completion, GenerationRequest
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 # feedback errors meaning the program ran and returned a table: repair from its steps
 _RAN = {"wrong_output", "bad_output"}
+MAX_WORKERS = 8
 
 
 def count_tokens(text: str) -> int:
@@ -43,12 +54,16 @@ def _steps_text(program) -> str:
     return "; ".join(steps)
 
 
-def _program_text(kind: str, result, tried_before: bool) -> str:
+def _program_text(kind: str, result, tried_before: bool, sample: int) -> str:
     n = len(result.program)
     count = "one step" if n == 1 else f"{n} steps"
     if result.found:
         lead = "The previous program was wrong. " if kind == "fix" else ""
         sentence = f"{lead}This program reproduces the example in {count}: {_steps_text(result.program)}."
+    elif result.exhausted:
+        sentence = (f"I found {result.distinct} distinct program(s) that reproduce the example, fewer than "
+                    f"sample {sample} needs; this is the closest other candidate ({count}): "
+                    f"{_steps_text(result.program)}.")
     else:
         lead = "I could not repair the program" if kind == "fix" and tried_before else \
             "I could not find a program that reproduces the example"
@@ -56,26 +71,99 @@ def _program_text(kind: str, result, tried_before: bool) -> str:
     return f"{sentence}\n\n```python\n{result.code}```\n"
 
 
+def _behaviour(table):
+    """What a program does to the new input: its output, or the error it raised."""
+    def run(program):
+        try:
+            return tuple(map(tuple, run_program(table, program)))
+        except Exception as exc:  # operators are total; this is only a guard
+            return ("error", type(exc).__name__)
+    return run
+
+
+def workers(config) -> int:
+    """Pool size: ``extra["synth_workers"]``, else the usable cores (at most ``MAX_WORKERS``)."""
+    if "synth_workers" in config.extra:
+        return max(1, int(config.extra["synth_workers"]))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, MAX_WORKERS))
+
+
+def _cost(req: GenerationRequest) -> int:
+    """Rough work of a request, to start the big searches first so the pool ends together."""
+    cells = sum(len(r) for r in req.task.input_table) + sum(len(r) for r in req.task.output_table)
+    return (10 if req.kind == "fix" else 1) * cells
+
+
+_WORKER: "SynthBackend | None" = None
+
+
+def _init_worker(config) -> None:
+    global _WORKER
+    _WORKER = SynthBackend(config)
+
+
+def _work(req: GenerationRequest) -> Completion:
+    return _WORKER.one(req)
+
+
 class SynthBackend(Backend):
     """Built-in synthesizer; see the module docstring for what each request kind does."""
 
     name = "synth"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self._pool = None
 
     @property
     def model_name(self) -> str:
         return self.config.model or "synth-pbe"
 
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
-        return [self._one(r) for r in requests]
+        heavy = [i for i, r in enumerate(requests) if r.kind != "direct"]
+        n = workers(self.config)
+        if n < 2 or len(heavy) < 2:
+            return [self.one(r) for r in requests]
+        out: list = [None] * len(requests)
+        pool = self._executor(n)
+        futures = {i: pool.submit(_work, requests[i])
+                   for i in sorted(heavy, key=lambda i: (-_cost(requests[i]), i))}
+        for i, r in enumerate(requests):
+            if i not in futures:
+                out[i] = self.one(r)
+        for i, fut in futures.items():
+            out[i] = fut.result()
+        return out
 
-    def _one(self, req: GenerationRequest) -> Completion:
+    def _executor(self, n: int):
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # forkserver: workers fork from a clean process that imported only the synthesizer,
+            # never from the caller (which may hold threads and locks)
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(["tracegen.backends.synth"])
+            self._pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker,
+                                             initargs=(self.config,))
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def one(self, req: GenerationRequest) -> Completion:
         t0 = time.perf_counter()
         task = req.task
+        nodes, finish = 0, "stop"
         if req.kind == "direct":
             guess = guess_direct(task.input_table, task.output_table, task.test_table)
             text = json.dumps(guess, ensure_ascii=False)
         elif req.kind in ("write", "fix"):
-            text = self._program(req)
+            text, result = self._program(req)
+            nodes, finish = result.nodes, "exhausted" if result.exhausted else "stop"
         else:
             raise ValueError(f"synth backend: unknown request kind {req.kind!r}")
         return Completion(
@@ -83,22 +171,23 @@ class SynthBackend(Backend):
             prompt_tokens=_prompt_tokens(req.messages),
             completion_tokens=count_tokens(text),
             latency_ms=(time.perf_counter() - t0) * 1000.0,
+            finish_reason=finish,
+            search_nodes=nodes,
         )
 
-    def _program(self, req: GenerationRequest) -> str:
+    def _program(self, req: GenerationRequest):
         cfg = self.config
         previous, tried = (None, [])
         if req.kind == "fix":
             previous, tried = read_history(req.previous_code)
         error = req.feedback.error if req.feedback is not None else None
         seeds = [previous] if previous and error in _RAN else []
-        shuffle = None if req.sample == 0 else cfg.seed * 1_000_003 + req.sample
         result = synthesize(
             [(req.task.input_table, req.task.output_table)],
             max_nodes=cfg.synth_write_nodes if req.kind == "write" else cfg.synth_fix_nodes,
             time_budget_s=cfg.synth_time_budget_s,
-            exclude=tried, seeds=seeds, shuffle_seed=shuffle,
+            exclude=tried, seeds=seeds, want=req.sample + 1, behaviour=_behaviour(req.task.test_table),
         )
         code = emit_code(result.program, tried=tried)
         result.code = code
-        return _program_text(req.kind, result, bool(tried))
+        return _program_text(req.kind, result, bool(tried), req.sample), result
