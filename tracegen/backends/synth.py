@@ -5,10 +5,13 @@ hidden answer, and ignores the chat text except to count its tokens:
 - ``direct``: the cell-copying guesser's table for the new input, as JSON (``search_nodes`` 0:
   the guesser does not search);
 - ``write`` (round 0): a search with ``config.synth_write_nodes`` nodes;
-- ``fix`` (repair rounds): a search with ``config.synth_fix_nodes`` nodes that never returns a
-  program it already tried (their keys ride along in the emitted code's ``# program:`` and
-  ``# tried:`` lines) and that starts from the failed attempt's steps when the feedback says the
-  program ran but produced the wrong table (after a crash it starts over from the empty program).
+- ``fix`` (repair rounds): a search with ``config.synth_fix_nodes`` nodes whose answer is its
+  best program not tried before (the tried keys ride along in the emitted code's ``# program:``
+  and ``# tried:`` lines). Every FIX of a case runs the same search from the empty program: the
+  WRITE search is a prefix of it (same order, fewer nodes), so the failed attempt's steps are in
+  its tree anyway, and the search depends on nothing but the example, the budget and the sample.
+  That makes it reusable: each worker keeps its last ``CACHED_SEARCHES`` searches, so a second
+  repair of a case only picks the next untried program (a case always goes to the same worker).
 Sample j of a program request is the j-th distinct program consistent with the example in the
 search's own ranking (j = 0: the cheapest). Two programs are distinct when their outputs on the
 new input differ: two that agree there are useless as a cross-check. When the search finds fewer,
@@ -16,7 +19,9 @@ the answer is its closest candidate behaving unlike samples 0..j-1, ``finish_rea
 ``"exhausted"`` and the text says so. A FIX for sample j applies the same rule to its own search
 (its chain's ``# tried:`` history excluded).
 The text reads like a model's answer: one sentence, then the code in a fenced python block.
-``search_nodes`` is the nodes the search spent. Output is deterministic (budgets count nodes).
+``search_nodes`` is the nodes the search behind the answer expanded (also when a cache served it:
+the figure is a property of the answer, not of the run). Output is deterministic (budgets count
+nodes) and does not depend on caching or on the pool.
 A batch's program requests run on a pool of worker processes (``extra["synth_workers"]``, default
 the usable cores, at most 8; 1 runs in-process); results come back in request order and do not
 depend on the pool. Token counts are counts of the regex ``\\w+|[^\\w\\s]`` over the prompt
@@ -28,15 +33,17 @@ import json
 import os
 import re
 import time
+import zlib
+from collections import OrderedDict
 
-from tracegen.synth import describe_step, emit_code, guess_direct, read_history, run_program, synthesize
+from tracegen.synth import describe_step, emit_code, guess_direct, read_history, run_program
+from tracegen.synth.search import choose, search
 
 from .base import Backend, Completion, GenerationRequest
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-# feedback errors meaning the program ran and returned a table: repair from its steps
-_RAN = {"wrong_output", "bad_output"}
 MAX_WORKERS = 8
+CACHED_SEARCHES = 256  # per process: a FIX wave's searches are still here for the next wave
 
 
 def count_tokens(text: str) -> int:
@@ -114,7 +121,8 @@ class SynthBackend(Backend):
 
     def __init__(self, config):
         super().__init__(config)
-        self._pool = None
+        self._pools: list = []
+        self._searches: OrderedDict = OrderedDict()  # search key -> Outcome, least recent first
 
     @property
     def model_name(self) -> str:
@@ -125,19 +133,17 @@ class SynthBackend(Backend):
         n = workers(self.config)
         if n < 2 or len(heavy) < 2:
             return [self.one(r) for r in requests]
-        out: list = [None] * len(requests)
-        pool = self._executor(n)
-        futures = {i: pool.submit(_work, requests[i])
+        pools = self._executors(n)
+        # a case always goes to the same worker, whose cache then serves its later repairs
+        futures = {i: pools[zlib.crc32(requests[i].task.case_id.encode()) % n].submit(_work, requests[i])
                    for i in sorted(heavy, key=lambda i: (-_cost(requests[i]), i))}
-        for i, r in enumerate(requests):
-            if i not in futures:
-                out[i] = self.one(r)
+        out = [None if i in futures else self.one(r) for i, r in enumerate(requests)]
         for i, fut in futures.items():
             out[i] = fut.result()
         return out
 
-    def _executor(self, n: int):
-        if self._pool is None:
+    def _executors(self, n: int) -> list:
+        if not self._pools:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
@@ -145,14 +151,14 @@ class SynthBackend(Backend):
             # never from the caller (which may hold threads and locks)
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["tracegen.backends.synth"])
-            self._pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker,
-                                             initargs=(self.config,))
-        return self._pool
+            self._pools = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker, initargs=(self.config,))
+                           for _ in range(n)]
+        return self._pools
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        for pool in self._pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+        self._pools = []
 
     def one(self, req: GenerationRequest) -> Completion:
         t0 = time.perf_counter()
@@ -177,17 +183,24 @@ class SynthBackend(Backend):
 
     def _program(self, req: GenerationRequest):
         cfg = self.config
-        previous, tried = (None, [])
-        if req.kind == "fix":
-            previous, tried = read_history(req.previous_code)
-        error = req.feedback.error if req.feedback is not None else None
-        seeds = [previous] if previous and error in _RAN else []
-        result = synthesize(
-            [(req.task.input_table, req.task.output_table)],
-            max_nodes=cfg.synth_write_nodes if req.kind == "write" else cfg.synth_fix_nodes,
-            time_budget_s=cfg.synth_time_budget_s,
-            exclude=tried, seeds=seeds, want=req.sample + 1, behaviour=_behaviour(req.task.test_table),
-        )
-        code = emit_code(result.program, tried=tried)
-        result.code = code
+        tried = read_history(req.previous_code)[1] if req.kind == "fix" else []
+        budget = cfg.synth_write_nodes if req.kind == "write" else cfg.synth_fix_nodes
+        behaviour = _behaviour(req.task.test_table)
+        key = (budget, req.sample, _frozen(req.task.input_table), _frozen(req.task.output_table),
+               _frozen(req.task.test_table) if req.sample else None)
+        found = self._searches.get(key)
+        if found is None:
+            found = search([(req.task.input_table, req.task.output_table)], max_nodes=budget,
+                           time_budget_s=cfg.synth_time_budget_s, want=req.sample + 1, behaviour=behaviour)
+            self._searches[key] = found
+            while len(self._searches) > CACHED_SEARCHES:
+                self._searches.popitem(last=False)
+        else:
+            self._searches.move_to_end(key)
+        result = choose(found, exclude=tried, want=req.sample + 1, behaviour=behaviour)
+        result.code = emit_code(result.program, tried=tried)
         return _program_text(req.kind, result, bool(tried), req.sample), result
+
+
+def _frozen(table) -> tuple:
+    return tuple(map(tuple, table))

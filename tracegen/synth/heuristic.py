@@ -162,7 +162,9 @@ def distance(table: Table, tgt: Target, max_lost: int | None = None) -> tuple[fl
     n_rows = len(table)
     n_cols = max(map(len, table), default=0)
     row_miss = len(tgt.rows.difference(map(tuple, table))) / max(len(tgt.rows), 1)
-    col_miss = len(tgt.cols.difference(columns(table))) / max(len(tgt.cols), 1)
+    # a column of another height is never a target column: skip building the columns
+    cols_missing = len(tgt.cols) if n_rows != tgt.n_rows else len(tgt.cols.difference(columns(table)))
+    col_miss = cols_missing / max(len(tgt.cols), 1)
     shape = W["shape"] * ((n_rows != tgt.n_rows) + (n_cols != tgt.n_cols))
     kept = [tgt.values.intersection(r) for r in table] if tgt.pairs or tgt.triples else []
     h = W["content"] * content + W["rows"] * row_miss + W["cols"] * col_miss + shape \

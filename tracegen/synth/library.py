@@ -295,10 +295,23 @@ def _cells(table: Table, tgt: Target) -> Iterator[Step]:
     for left, right in sorted(pairs):
         if w > 12 and abs(left - right) > 1:
             continue
-        useful = [r for r, p in zip(rows, parts) if left in p and right in p]
+        ok: set = set()
+        for r, p in zip(rows, parts):
+            if left in p and right in p:
+                ok.update(_joins(r[left], r[right], tgt))
         for sep in MERGE_SEPS:
-            if any(sep.join((r[left], r[right])) in joined for r in useful):
+            if sep in ok:
                 yield "merge_columns", {"left": left, "right": right, "sep": sep}
+
+
+def _joins(a: str, b: str, tgt: Target) -> frozenset:
+    """The separators that join ``a`` and ``b`` into (part of) a target value, once per pair."""
+    key = ("join", a, b)
+    found = tgt.memo.get(key)
+    if found is None:
+        joined = tgt.joined
+        found = tgt.memo[key] = frozenset(sep for sep in MERGE_SEPS if sep.join((a, b)) in joined)
+    return found
 
 
 def _column_steps(values: tuple, col: int, tgt: Target, same_rows: bool, grows: bool) -> Iterator[Step]:

@@ -65,14 +65,26 @@ def _key(tables) -> tuple:
     return tuple(tuple(map(tuple, t)) for t in tables)
 
 
+@dataclass
+class Outcome:
+    """Everything one search found, before a program is chosen (what the backend caches)."""
+
+    solutions: list  # (cost, steps, key, program) of the consistent programs, one per key, ranked
+    near: list  # (h, program) of every state kept, closest first (distance, cost, order)
+    nodes: int
+    cut_by_time: bool
+    start_h: float  # distance of the inputs themselves
+    elapsed_s: float = 0.0
+
+
 def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s: float,
                exclude=(), seeds=(), max_depth: int = 6, shuffle_seed: int | None = None,
                g_weight: float = G_WEIGHT, want: int = 1, behaviour=None) -> SynthResult:
     """Search for a program consistent with all ``examples`` (input, output) pairs.
 
     ``exclude``: canonical program keys never returned. ``seeds``: programs whose prefixes start
-    in the frontier next to the empty program (a repair continues from the failed attempt).
-    ``shuffle_seed``: when set, each expansion tries its steps in a seeded random order.
+    in the frontier next to the empty program. ``shuffle_seed``: when set, each expansion tries
+    its steps in a seeded random order.
     ``want`` = j + 1 asks for the j-th distinct consistent program in the search's ranking (by
     cost, steps, canonical text; j = 0 is the cheapest, exactly the ``want=1`` search).
     ``behaviour(program)`` names what makes two programs distinct (the backend passes their
@@ -82,11 +94,14 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
     result is the closest candidate behaving unlike every program ranked before it, with
     ``exhausted`` set.
     """
-    t0 = time.perf_counter()
-    inputs = tuple([list(r) for r in inp] for inp, _ in examples)
-    targets = [Target.of(out) for _, out in examples]
-    goal = tuple(t.table for t in targets)
-    exclude = set(exclude)
+    found = search(examples, max_nodes=max_nodes, time_budget_s=time_budget_s, exclude=exclude, seeds=seeds,
+                   max_depth=max_depth, shuffle_seed=shuffle_seed, g_weight=g_weight, want=want,
+                   behaviour=behaviour)
+    return choose(found, exclude=exclude, want=want, behaviour=behaviour)
+
+
+def _behave(behaviour):
+    """``behaviour`` memoized by program key (the key itself when there is none)."""
     memo: dict = {}
 
     def behave(program) -> object:
@@ -94,7 +109,64 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
         if pk not in memo:
             memo[pk] = behaviour(program) if behaviour is not None else pk
         return memo[pk]
+    return behave
 
+
+def _ranked(solutions, want: int, behave) -> list[tuple]:
+    """Solutions by rank, the first of each behaviour, at most ``want``."""
+    out, kinds = [], set()
+    for sol in sorted({s[2]: s for s in solutions}.values(), key=lambda s: s[:3]):
+        kind = behave(sol[3]) if want > 1 else sol[2]
+        if kind not in kinds:
+            kinds.add(kind)
+            out.append(sol)
+            if len(out) == want:
+                break
+    return out
+
+
+def choose(found: Outcome, *, exclude=(), want: int = 1, behaviour=None) -> SynthResult:
+    """The program ``synthesize`` returns from a search's ``Outcome``: the ``want``-th distinct
+    consistent program whose key is not in ``exclude``, else the closest candidate (see there)."""
+    exclude, behave = set(exclude), _behave(behaviour)
+    best = _ranked([s for s in found.solutions if s[2] not in exclude], want, behave)
+    args = (found.nodes, found.cut_by_time)
+    if len(best) == want:
+        program = best[-1][3]
+        return SynthResult(True, list(program), emit_code(program), *args, 0.0, found.elapsed_s,
+                           len(found.solutions), len(best))
+    # fewer than asked: the closest candidates, each unlike every program ranked before it
+    kinds = {behave(sol[3]) for sol in best}
+    need, pick, closest = want - len(best), None, None
+    for h, program in found.near:
+        if program_key(program) in exclude:
+            continue
+        closest = closest or (h, program)
+        if want > 1:
+            kind = behave(program)
+            if kind in kinds:
+                continue
+            kinds.add(kind)
+        pick, need = (h, program), need - 1
+        if need == 0:
+            break
+    if need > 0 and closest:  # not enough distinct candidates either: the closest one
+        pick = closest
+    h, program = pick if pick else (found.start_h, ())
+    return SynthResult(False, list(program), emit_code(program), *args, h, found.elapsed_s, 0, len(best),
+                       exhausted=want > 1)
+
+
+def search(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s: float,
+           exclude=(), seeds=(), max_depth: int = 6, shuffle_seed: int | None = None,
+           g_weight: float = G_WEIGHT, want: int = 1, behaviour=None) -> Outcome:
+    """The search of ``synthesize`` (same arguments), without choosing a program."""
+    t0 = time.perf_counter()
+    inputs = tuple([list(r) for r in inp] for inp, _ in examples)
+    targets = [Target.of(out) for _, out in examples]
+    goal = tuple(t.table for t in targets)
+    exclude = set(exclude)
+    behave = _behave(behaviour)
     target_cells = sum(len(r) for _, out in examples for r in out)
     limit = MAX_GROWTH * max(sum(len(r) for t in inputs for r in t), sum(t.n_cells for t in targets)) + 64
     rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
@@ -116,18 +188,6 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
             total += h
         return total, lost
 
-    def ranked() -> list[tuple]:
-        """Solutions by rank, one per behaviour (the first of each), at most ``want``."""
-        out, kinds = [], set()
-        for sol in sorted({s[2]: s for s in solutions}.values(), key=lambda s: s[:3]):
-            kind = behave(sol[3]) if want > 1 else sol[2]
-            if kind not in kinds:
-                kinds.add(kind)
-                out.append(sol)
-                if len(out) == want:
-                    break
-        return out
-
     def consider(tables, program: Program, g: float, parent_lost: int | None) -> None:
         nonlocal stop_at, cheapest_first, bound
         key = _key(tables)
@@ -144,7 +204,7 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
                 if want == 1:
                     bound = min(bound, solutions[-1][0]) if bound is not None else solutions[-1][0]
                 else:
-                    best = ranked()
+                    best = _ranked(solutions, want, behave)
                     bound = best[-1][0] if len(best) == want else None
                 if stop_at is None and bound is not None:
                     stop_at = min(max_nodes, nodes + max(WINDOW, nodes))
@@ -196,30 +256,6 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
                 continue
             consider(tables, node.program + (step,), node.g + step_cost(*step), node.lost)
 
-    elapsed = time.perf_counter() - t0
-    best = ranked()
-    n_alt = len(solutions)
-    if len(best) == want:
-        program = best[-1][3]
-        return SynthResult(True, list(program), emit_code(program), nodes, cut, 0.0, elapsed, n_alt,
-                           len(best))
-    # fewer than asked: the closest candidates, each unlike every program ranked before it
-    kinds = {behave(sol[3]) for sol in best}
-    need, pick = want - len(best), None
-    near = (t for t in sorted(tried, key=lambda t: t[:3]) if program_key(t[3]) not in exclude)
-    closest = None
-    for h, _, _, program in near:
-        closest = closest or (h, program)
-        if want > 1:
-            kind = behave(program)
-            if kind in kinds:
-                continue
-            kinds.add(kind)
-        pick, need = (h, program), need - 1
-        if need == 0:
-            break
-    if need > 0 and closest:  # not enough distinct candidates either: the closest one
-        pick = closest
-    h, program = pick if pick else (score(inputs)[0], ())
-    return SynthResult(False, list(program), emit_code(program), nodes, cut, h, elapsed, 0, len(best),
-                       exhausted=want > 1)
+    near = [(t[0], t[3]) for t in sorted(tried, key=lambda t: t[:3])]
+    ranked = sorted({sol[2]: sol for sol in solutions}.values(), key=lambda sol: sol[:3])
+    return Outcome(ranked, near, nodes, cut, score(inputs)[0], time.perf_counter() - t0)
