@@ -11,7 +11,9 @@ synthesizer's own semantics (``run_program``, what the sandbox computes from the
 The old way is ``--ref`` (default ``main``) exported with ``git archive`` and run serially, as it
 always ran; the new way is this working tree, run (a) serially in one process (its CPU seconds,
 which load on the machine barely moves: the search's own speedup) and (b) with the backend's
-process pool (wall seconds: what a run waits for). It prints seconds, ratios and quality counts
+process pool (wall seconds: what a run waits for). The old way and the serial new way run side by
+side (one core each); the pool runs alone afterwards. The searches' wall-clock safety net is off
+by default (``--synth-time-budget``), so a loaded machine cannot cut a search short. It prints seconds, ratios and quality counts
 over the scorable cases (a program passes the example / a passing program is right on the new
 input / the direct answer is right), how many sample-0 chains are identical, and the load average
 it started under. Default settings are the backend's defaults (what the quickstart uses).
@@ -40,7 +42,7 @@ from tracegen.synth import read_history, run_program
 
 a = json.loads(sys.argv[1])
 cases = load_cases(a["cases_dir"])[::a["every"]][:a["limit"] or None]
-cfg = BackendConfig(extra={"synth_workers": a["workers"]})
+cfg = BackendConfig(synth_time_budget_s=a["time_budget"], extra={"synth_workers": a["workers"]})
 backend = SynthBackend(cfg)
 
 def check(case, text):
@@ -101,15 +103,22 @@ def _export(ref: str, dest: Path) -> None:
         tar.extractall(dest / "tree")
 
 
-def _trace(tree: Path, args, workers: int, samples: int) -> dict:
+def _start(tree: Path, args, workers: int, samples: int) -> tuple:
     payload = json.dumps({"cases_dir": str(ROOT / "cases" / "foofah"), "every": args.every, "limit": args.limit,
-                          "workers": workers, "samples": samples, "max_repairs": args.max_repairs})
+                          "workers": workers, "samples": samples, "max_repairs": args.max_repairs,
+                          "time_budget": args.synth_time_budget})
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run([sys.executable, "-c", TRACER, payload], cwd=tree, env=env, capture_output=True,
-                         text=True)
-    if out.returncode != 0:
-        sys.exit(f"bench_synth: tracing in {tree} failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.splitlines()[-1])
+    proc = subprocess.Popen([sys.executable, "-c", TRACER, payload], cwd=tree, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    return tree, proc
+
+
+def _finish(started: tuple) -> dict:
+    tree, proc = started
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        sys.exit(f"bench_synth: tracing in {tree} failed:\n{err[-2000:]}")
+    return json.loads(out.splitlines()[-1])
 
 
 def quality(run: dict, sample: int | None = 0) -> dict:
@@ -134,6 +143,8 @@ def main(argv=None) -> int:
     p.add_argument("--samples", type=int, default=1, help="program samples per case for the new way")
     p.add_argument("--workers", type=int, default=0, help="pool size of the new way (0: the backend's default)")
     p.add_argument("--new-only", action="store_true", help="skip the old way and the serial new way")
+    p.add_argument("--synth-time-budget", type=float, default=1e6,
+                   help="the search's wall-clock safety net (default: off, so load cannot cut a search)")
     p.add_argument("--json", help="write every figure here")
     args = p.parse_args(argv)
     if args.every < 1 or args.samples < 1 or args.max_repairs < 0 or args.workers < 0 or args.limit < 0:
@@ -148,11 +159,13 @@ def main(argv=None) -> int:
     figures: dict = {"load_average_start": load, "args": vars(args)}
     runs = {}
     if not args.new_only:
+        # the two serial ways side by side, one core each: their CPU seconds are the comparison
         with tempfile.TemporaryDirectory() as tmp:
             _export(args.ref, Path(tmp))
-            runs["old"] = _trace(Path(tmp) / "tree", args, 1, 1)
-        runs["new_serial"] = _trace(ROOT, args, 1, args.samples)
-    runs["new_pool"] = _trace(ROOT, args, args.workers, args.samples)
+            old = _start(Path(tmp) / "tree", args, 1, 1)
+            new = _start(ROOT, args, 1, args.samples)
+            runs["old"], runs["new_serial"] = _finish(old), _finish(new)
+    runs["new_pool"] = _finish(_start(ROOT, args, args.workers, args.samples))
     n = len(runs["new_pool"]["cases"])
     print(f"{n} Foofah files, max repairs {args.max_repairs}, samples {args.samples}, pool {args.workers}")
     for name, run in runs.items():

@@ -36,8 +36,7 @@ import time
 import zlib
 from collections import OrderedDict
 
-from tracegen.synth import describe_step, emit_code, guess_direct, read_history, run_program
-from tracegen.synth.search import choose, search
+from tracegen.synth import choose, describe_step, emit_code, guess_direct, read_history, run_program, search
 
 from .base import Backend, Completion, GenerationRequest
 

@@ -12,6 +12,14 @@ programs first, looking for a cheaper one, then returns the cheapest by (cost, s
 text). ``time_budget_s`` is a safety net: when it trips, the search returns what it has and says
 so in ``cut_by_time``. Without a consistent program it returns the closest one it kept (smallest
 distance, then cost), so the emitted code always runs.
+``search`` runs the search and returns an ``Outcome`` (every consistent program, ranked, and every
+state kept, closest first); ``choose`` picks the answer from it, so one search can serve several
+answers (the backend's repairs: the best program not tried yet). ``want`` = j + 1 asks for the j-th
+program distinct in ``behaviour`` (the backend: output on the new input); ``want=1`` is exactly
+the plain search.
+Speed without changing the result: the distance skips its layout terms for states the search
+prunes anyway (they lose a target value), counts values by set operations, and the library works
+out each column's cell-level parameters once per search.
 Not covered: programs longer than ``max_depth`` steps; parameters the library cannot infer.
 """
 from __future__ import annotations
