@@ -11,7 +11,8 @@ hidden answer, and ignores the chat text except to count its tokens:
   WRITE search is a prefix of it (same order, fewer nodes), so the failed attempt's steps are in
   its tree anyway, and the search depends on nothing but the example, the budget and the sample.
   That makes it reusable: each worker keeps its last ``CACHED_SEARCHES`` searches, so a second
-  repair of a case only picks the next untried program (a case always goes to the same worker).
+  repair of a case only picks the next untried program (its later repairs go to the worker that
+  ran its first one).
 Sample j of a program request is the j-th distinct program consistent with the example in the
 search's own ranking (j = 0: the cheapest). Two programs are distinct when their outputs on the
 new input differ: two that agree there are useless as a cross-check. When the search finds fewer,
@@ -23,8 +24,8 @@ The text reads like a model's answer: one sentence, then the code in a fenced py
 the figure is a property of the answer, not of the run). Output is deterministic (budgets count
 nodes) and does not depend on caching or on the pool.
 A batch's program requests run on a pool of worker processes (``extra["synth_workers"]``, default
-the usable cores, at most 8; 1 runs in-process); results come back in request order and do not
-depend on the pool. Token counts are counts of the regex ``\\w+|[^\\w\\s]`` over the prompt
+the usable cores, at most 8; 1 runs in-process), biggest searches first, each to the next free
+worker; results come back in request order and do not depend on the pool. Token counts are counts of the regex ``\\w+|[^\\w\\s]`` over the prompt
 messages and over the text.
 """
 from __future__ import annotations
@@ -33,7 +34,6 @@ import json
 import os
 import re
 import time
-import zlib
 from collections import OrderedDict
 
 from tracegen.synth import choose, describe_step, emit_code, guess_direct, read_history, run_program, search
@@ -121,6 +121,7 @@ class SynthBackend(Backend):
     def __init__(self, config):
         super().__init__(config)
         self._pools: list = []
+        self._home: dict = {}  # (case, sample) -> the worker that ran its first repair search
         self._searches: OrderedDict = OrderedDict()  # search key -> Outcome, least recent first
 
     @property
@@ -132,13 +133,33 @@ class SynthBackend(Backend):
         n = workers(self.config)
         if n < 2 or len(heavy) < 2:
             return [self.one(r) for r in requests]
+        from concurrent.futures import FIRST_COMPLETED, wait
+
         pools = self._executors(n)
-        # a case always goes to the same worker, whose cache then serves its later repairs
-        futures = {i: pools[zlib.crc32(requests[i].task.case_id.encode()) % n].submit(_work, requests[i])
-                   for i in sorted(heavy, key=lambda i: (-_cost(requests[i]), i))}
-        out = [None if i in futures else self.one(r) for i, r in enumerate(requests)]
-        for i, fut in futures.items():
-            out[i] = fut.result()
+        out: list = [None] * len(requests)
+        todo = sorted(heavy, key=lambda i: (-_cost(requests[i]), i))  # big searches first
+        running: dict = {}  # worker -> (future, request index)
+        while todo or running:
+            for w in range(n):
+                if w in running or not todo:
+                    continue
+                # a repair goes to the worker that holds its case's search; anything else to any
+                # free worker (the answers are the same either way, only the time differs)
+                pick = next((i for i in todo if self._home.get(_home_key(requests[i]), w) == w), None)
+                if pick is None:
+                    continue
+                todo.remove(pick)
+                if requests[pick].kind == "fix":
+                    self._home.setdefault(_home_key(requests[pick]), w)
+                running[w] = (pools[w].submit(_work, requests[pick]), pick)
+            for i, r in enumerate(requests):
+                if r.kind == "direct" and out[i] is None:
+                    out[i] = self.one(r)
+            done, _ = wait([f for f, _ in running.values()], return_when=FIRST_COMPLETED)
+            for w, (fut, i) in list(running.items()):
+                if fut in done:
+                    out[i] = fut.result()
+                    del running[w]
         return out
 
     def _executors(self, n: int) -> list:
@@ -199,6 +220,10 @@ class SynthBackend(Backend):
         result = choose(found, exclude=tried, want=req.sample + 1, behaviour=behaviour)
         result.code = emit_code(result.program, tried=tried)
         return _program_text(req.kind, result, bool(tried), req.sample), result
+
+
+def _home_key(req: GenerationRequest) -> tuple:
+    return req.task.case_id, req.sample
 
 
 def _frozen(table) -> tuple:
