@@ -13,10 +13,12 @@ always ran; the new way is this working tree, run (a) serially in one process (i
 which load on the machine barely moves: the search's own speedup) and (b) with the backend's
 process pool (wall seconds: what a run waits for). The old way and the serial new way run side by
 side (one core each); the pool runs alone afterwards. The searches' wall-clock safety net is off
-by default (``--synth-time-budget``), so a loaded machine cannot cut a search short. It prints seconds, ratios and quality counts
-over the scorable cases (a program passes the example / a passing program is right on the new
-input / the direct answer is right), how many sample-0 chains are identical, and the load average
-it started under. Default settings are the backend's defaults (what the quickstart uses).
+by default (``--synth-time-budget``), so a loaded machine cannot cut a search short. It prints
+seconds, ratios and quality counts over the scorable cases (a program passes the example / a
+passing program is right on the new input / the direct answer is right), how many sample-0 chains
+are identical, and the load average it started under. Other settings are the backend's defaults
+(what the quickstart uses). With ``--samples K`` it also counts the chains that hit an
+"exhausted" round and the search nodes spent.
 """
 from __future__ import annotations
 

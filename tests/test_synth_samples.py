@@ -19,7 +19,8 @@ CRIME = Task(
     "crime_1",
     [["Reported crime in Alabama", ""], ["", ""], ["2004", "4029.3"], ["2005", "3900"],
      ["Reported crime in Alaska", ""], ["", ""], ["2004", "3370.9"], ["2005", "3615"]],
-    [["Alabama", "2004", "4029.3"], ["Alabama", "2005", "3900"], ["Alaska", "2004", "3370.9"], ["Alaska", "2005", "3615"]],
+    [["Alabama", "2004", "4029.3"], ["Alabama", "2005", "3900"],
+     ["Alaska", "2004", "3370.9"], ["Alaska", "2005", "3615"]],
     [["Reported crime in Iowa", ""], ["", ""], ["1999", "1"], ["2000", "2"]],
 )
 MESSAGES = [{"role": "user", "content": "transform"}]
@@ -166,7 +167,8 @@ def _reference_distance(table, tgt):
                     where.setdefault(c, set()).add(i)
         hits = sum(1 for a, b, v in tgt.triples if where.get(a, set()) & where.get(b, set()) & where.get(v, set()))
         triple = hits / len(tgt.triples)
-    h = W["content"] * content + W["rows"] * row_miss + W["cols"] * col_miss + shape + W["pairs"] * (1.0 - max(pair, triple))
+    h = W["content"] * content + W["rows"] * row_miss + W["cols"] * col_miss + shape \
+        + W["pairs"] * (1.0 - max(pair, triple))
     if h == 0 and tuple(map(tuple, table)) != tgt.table:
         h = 0.25
     return h, lost

@@ -25,8 +25,8 @@ the figure is a property of the answer, not of the run). Output is deterministic
 nodes) and does not depend on caching or on the pool.
 A batch's program requests run on a pool of worker processes (``extra["synth_workers"]``, default
 the usable cores, at most 8; 1 runs in-process), biggest searches first, each to the next free
-worker; results come back in request order and do not depend on the pool. Token counts are counts of the regex ``\\w+|[^\\w\\s]`` over the prompt
-messages and over the text.
+worker; results come back in request order and do not depend on the pool. Token counts are
+counts of the regex ``\\w+|[^\\w\\s]`` over the prompt messages and over the text.
 """
 from __future__ import annotations
 
@@ -42,7 +42,9 @@ from .base import Backend, Completion, GenerationRequest
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 MAX_WORKERS = 8
-CACHED_SEARCHES = 256  # per process: a FIX wave's searches are still here for the next wave
+# searches kept per process: a FIX wave's (64 cases x a few samples, over the workers) are still
+# there for the next wave; each holds its kept states' programs (a few MB at most)
+CACHED_SEARCHES = 128
 
 
 def count_tokens(text: str) -> int:
