@@ -147,7 +147,7 @@ def main(argv=None) -> int:
     p.add_argument("--new-only", action="store_true", help="skip the old way and the serial new way")
     p.add_argument("--synth-time-budget", type=float, default=1e6,
                    help="the search's wall-clock safety net (default: off, so load cannot cut a search)")
-    p.add_argument("--json", help="write every figure here")
+    p.add_argument("--json", help="write every figure here, with each case's rounds")
     args = p.parse_args(argv)
     if args.every < 1 or args.samples < 1 or args.max_repairs < 0 or args.workers < 0 or args.limit < 0:
         p.error("--every and --samples must be >= 1; --max-repairs, --workers and --limit >= 0")
@@ -172,7 +172,8 @@ def main(argv=None) -> int:
     print(f"{n} Foofah files, max repairs {args.max_repairs}, samples {args.samples}, pool {args.workers}")
     for name, run in runs.items():
         q = quality(run)
-        figures[name] = {"wall_s": run["wall_s"], "cpu_s": run["cpu_s"], "quality_sample0": q}
+        figures[name] = {"wall_s": run["wall_s"], "cpu_s": run["cpu_s"], "quality_sample0": q,
+                         "cases": run["cases"]}
         print(f"  {name:10s} wall {run['wall_s']:7.1f} s  cpu(main process) {run['cpu_s']:7.1f} s  "
               f"pass {q['pass_example']}/{q['scorable']}  right {q['right_new_input']}  direct {q['direct_right']}")
     if "old" in runs:

@@ -7,10 +7,10 @@ hidden answer, and ignores the chat text except to count its tokens:
 - ``write`` (round 0): a search with ``config.synth_write_nodes`` nodes;
 - ``fix`` (repair rounds): a search with ``config.synth_fix_nodes`` nodes whose answer is its
   best program not tried before (the tried keys ride along in the emitted code's ``# program:``
-  and ``# tried:`` lines). Every FIX of a case runs the same search from the empty program: the
-  WRITE search is a prefix of it (same order, fewer nodes), so the failed attempt's steps are in
-  its tree anyway, and the search depends on nothing but the example, the budget and the sample.
-  That makes it reusable: each worker keeps its last ``CACHED_SEARCHES`` searches, so a second
+  and ``# tried:`` lines). Every FIX of a chain runs the same search: from the empty program and
+  from the prefixes of the chain's first attempt (its WRITE program; the first FIX is exactly
+  the repair search it always was). It depends on nothing but the example, the budget, the
+  sample and that first attempt, which makes it reusable: each worker keeps its last ``CACHED_SEARCHES`` searches, so a second
   repair of a case only picks the next untried program (its later repairs go to the worker that
   ran its first one).
 Sample j of a program request is the j-th distinct program consistent with the example in the
@@ -36,7 +36,8 @@ import re
 import time
 from collections import OrderedDict
 
-from tracegen.synth import choose, describe_step, emit_code, guess_direct, read_history, run_program, search
+from tracegen.synth import (choose, describe_step, emit_code, guess_direct, parse_key, read_history, run_program,
+                            search)
 
 from .base import Backend, Completion, GenerationRequest
 
@@ -206,14 +207,18 @@ class SynthBackend(Backend):
     def _program(self, req: GenerationRequest):
         cfg = self.config
         tried = read_history(req.previous_code)[1] if req.kind == "fix" else []
+        # every repair of a chain continues from the chain's first attempt (the oldest key)
+        first = parse_key(tried[-1]) if tried else None
+        seeds = [first] if first else []
         budget = cfg.synth_write_nodes if req.kind == "write" else cfg.synth_fix_nodes
         behaviour = _behaviour(req.task.test_table)
         key = (budget, req.sample, _frozen(req.task.input_table), _frozen(req.task.output_table),
-               _frozen(req.task.test_table) if req.sample else None)
+               _frozen(req.task.test_table) if req.sample else None, tried[-1] if tried else None)
         found = self._searches.get(key)
         if found is None:
             found = search([(req.task.input_table, req.task.output_table)], max_nodes=budget,
-                           time_budget_s=cfg.synth_time_budget_s, want=req.sample + 1, behaviour=behaviour)
+                           time_budget_s=cfg.synth_time_budget_s, seeds=seeds, want=req.sample + 1,
+                           behaviour=behaviour)
             self._searches[key] = found
             while len(self._searches) > CACHED_SEARCHES:
                 self._searches.popitem(last=False)
