@@ -53,9 +53,10 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     latency_ms: float
-    finish_reason: str = "stop"  # "stop", "length" (cut off at the token limit), "exhausted" (synth)
+    finish_reason: str = "stop"  # "stop", "length" (cut off at the token limit) or, synth only,
+    # "exhausted" (fewer distinct example-consistent programs found than the sample index asks for)
     cached: bool = False
-    search_nodes: int = 0  # synth: nodes its search expanded for this completion; model backends: 0
+    search_nodes: int = 0  # synth only: search nodes spent on this completion (model backends: 0)
 
 
 @dataclass

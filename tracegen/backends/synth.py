@@ -2,30 +2,50 @@
 
 It reads the structured task of each request (the public example and the new input), never the
 hidden answer, and ignores the chat text except to count its tokens:
-- ``direct``: the cell-copying guesser's table for the new input, as JSON;
+- ``direct``: the cell-copying guesser's table for the new input, as JSON (``search_nodes`` 0:
+  the guesser does not search);
 - ``write`` (round 0): a search with ``config.synth_write_nodes`` nodes;
-- ``fix`` (repair rounds): a search with ``config.synth_fix_nodes`` nodes that never returns a
-  program it already tried (their keys ride along in the emitted code's ``# program:`` and
-  ``# tried:`` lines) and that starts from the failed attempt's steps when the feedback says the
-  program ran but produced the wrong table (after a crash it starts over from the empty program).
+- ``fix`` (repair rounds): a search with ``config.synth_fix_nodes`` nodes whose answer is its
+  best program not tried before (the tried keys ride along in the emitted code's ``# program:``
+  and ``# tried:`` lines). Every FIX of a chain runs the same search: from the empty program and
+  from the prefixes of the chain's first attempt (its WRITE program; the first FIX is exactly
+  the repair search it always was). It depends on nothing but the example, the budget, the
+  sample and that first attempt, which makes it reusable: each worker keeps its last ``CACHED_SEARCHES`` searches, so a second
+  repair of a case only picks the next untried program (its later repairs go to the worker that
+  ran its first one).
+Sample j of a program request is the j-th distinct program consistent with the example in the
+search's own ranking (j = 0: the cheapest). Two programs are distinct when their outputs on the
+new input differ: two that agree there are useless as a cross-check. When the search finds fewer,
+the answer is its closest candidate behaving unlike samples 0..j-1, ``finish_reason`` is
+``"exhausted"`` and the text says so. A FIX for sample j applies the same rule to its own search
+(its chain's ``# tried:`` history excluded).
 The text reads like a model's answer: one sentence, then the code in a fenced python block.
-Output is deterministic: for sample 0 the search order is fixed; other samples shuffle it with a
-seed drawn from ``config.seed`` and the sample index. Token counts are counts of the regex
-``\\w+|[^\\w\\s]`` over the prompt messages and over the text.
+``search_nodes`` is the nodes the search behind the answer expanded (also when a cache served it:
+the figure is a property of the answer, not of the run). Output is deterministic (budgets count
+nodes) and does not depend on caching or on the pool.
+A batch's program requests run on a pool of worker processes (``extra["synth_workers"]``, default
+the usable cores, at most 8; 1 runs in-process), biggest searches first, each to the next free
+worker; results come back in request order and do not depend on the pool. Token counts are
+counts of the regex ``\\w+|[^\\w\\s]`` over the prompt messages and over the text.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
+from collections import OrderedDict
 
-from tracegen.synth import describe_step, emit_code, guess_direct, read_history, synthesize
+from tracegen.synth import (choose, describe_step, emit_code, guess_direct, parse_key, read_history, run_program,
+                            search)
 
 from .base import Backend, Completion, GenerationRequest
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-# feedback errors meaning the program ran and returned a table: repair from its steps
-_RAN = {"wrong_output", "bad_output"}
+MAX_WORKERS = 8
+# searches kept per process: a FIX wave's (64 cases x a few samples, over the workers) are still
+# there for the next wave; each holds its kept states' programs (a few MB at most)
+CACHED_SEARCHES = 128
 
 
 def count_tokens(text: str) -> int:
@@ -43,12 +63,16 @@ def _steps_text(program) -> str:
     return "; ".join(steps)
 
 
-def _program_text(kind: str, result, tried_before: bool) -> str:
+def _program_text(kind: str, result, tried_before: bool, sample: int) -> str:
     n = len(result.program)
     count = "one step" if n == 1 else f"{n} steps"
     if result.found:
         lead = "The previous program was wrong. " if kind == "fix" else ""
         sentence = f"{lead}This program reproduces the example in {count}: {_steps_text(result.program)}."
+    elif result.exhausted:
+        sentence = (f"I found {result.distinct} distinct program(s) that reproduce the example, fewer than "
+                    f"sample {sample} needs; this is the closest other candidate ({count}): "
+                    f"{_steps_text(result.program)}.")
     else:
         lead = "I could not repair the program" if kind == "fix" and tried_before else \
             "I could not find a program that reproduces the example"
@@ -56,26 +80,119 @@ def _program_text(kind: str, result, tried_before: bool) -> str:
     return f"{sentence}\n\n```python\n{result.code}```\n"
 
 
+def _behaviour(table):
+    """What a program does to the new input: its output, or the error it raised."""
+    def run(program):
+        try:
+            return tuple(map(tuple, run_program(table, program)))
+        except Exception as exc:  # operators are total; this is only a guard
+            return ("error", type(exc).__name__)
+    return run
+
+
+def workers(config) -> int:
+    """Pool size: ``extra["synth_workers"]``, else the usable cores (at most ``MAX_WORKERS``)."""
+    if "synth_workers" in config.extra:
+        return max(1, int(config.extra["synth_workers"]))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, MAX_WORKERS))
+
+
+def _cost(req: GenerationRequest) -> int:
+    """Rough work of a request, to start the big searches first so the pool ends together."""
+    cells = sum(len(r) for r in req.task.input_table) + sum(len(r) for r in req.task.output_table)
+    return (10 if req.kind == "fix" else 1) * cells
+
+
+_WORKER: "SynthBackend | None" = None
+
+
+def _init_worker(config) -> None:
+    global _WORKER
+    _WORKER = SynthBackend(config)
+
+
+def _work(req: GenerationRequest) -> Completion:
+    return _WORKER.one(req)
+
+
 class SynthBackend(Backend):
     """Built-in synthesizer; see the module docstring for what each request kind does."""
 
     name = "synth"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self._pools: list = []
+        self._home: dict = {}  # (case, sample) -> the worker that ran its first repair search
+        self._searches: OrderedDict = OrderedDict()  # search key -> Outcome, least recent first
 
     @property
     def model_name(self) -> str:
         return self.config.model or "synth-pbe"
 
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
-        return [self._one(r) for r in requests]
+        heavy = [i for i, r in enumerate(requests) if r.kind != "direct"]
+        n = workers(self.config)
+        if n < 2 or len(heavy) < 2:
+            return [self.one(r) for r in requests]
+        from concurrent.futures import FIRST_COMPLETED, wait
 
-    def _one(self, req: GenerationRequest) -> Completion:
+        pools = self._executors(n)
+        out: list = [None] * len(requests)
+        todo = sorted(heavy, key=lambda i: (-_cost(requests[i]), i))  # big searches first
+        running: dict = {}  # worker -> (future, request index)
+        while todo or running:
+            for w in range(n):
+                if w in running or not todo:
+                    continue
+                # a repair goes to the worker that holds its case's search; anything else to any
+                # free worker (the answers are the same either way, only the time differs)
+                pick = next((i for i in todo if self._home.get(_home_key(requests[i]), w) == w), None)
+                if pick is None:
+                    continue
+                todo.remove(pick)
+                if requests[pick].kind == "fix":
+                    self._home.setdefault(_home_key(requests[pick]), w)
+                running[w] = (pools[w].submit(_work, requests[pick]), pick)
+            for i, r in enumerate(requests):
+                if r.kind == "direct" and out[i] is None:
+                    out[i] = self.one(r)
+            done, _ = wait([f for f, _ in running.values()], return_when=FIRST_COMPLETED)
+            for w, (fut, i) in list(running.items()):
+                if fut in done:
+                    out[i] = fut.result()
+                    del running[w]
+        return out
+
+    def _executors(self, n: int) -> list:
+        if not self._pools:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # forkserver: workers fork from a clean process that imported only the synthesizer,
+            # never from the caller (which may hold threads and locks)
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(["tracegen.backends.synth"])
+            self._pools = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_init_worker, initargs=(self.config,))
+                           for _ in range(n)]
+        return self._pools
+
+    def close(self) -> None:
+        for pool in self._pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+        self._pools = []
+
+    def one(self, req: GenerationRequest) -> Completion:
         t0 = time.perf_counter()
         task = req.task
+        nodes, finish = 0, "stop"
         if req.kind == "direct":
             guess = guess_direct(task.input_table, task.output_table, task.test_table)
             text = json.dumps(guess, ensure_ascii=False)
         elif req.kind in ("write", "fix"):
-            text = self._program(req)
+            text, result = self._program(req)
+            nodes, finish = result.nodes, "exhausted" if result.exhausted else "stop"
         else:
             raise ValueError(f"synth backend: unknown request kind {req.kind!r}")
         return Completion(
@@ -83,22 +200,38 @@ class SynthBackend(Backend):
             prompt_tokens=_prompt_tokens(req.messages),
             completion_tokens=count_tokens(text),
             latency_ms=(time.perf_counter() - t0) * 1000.0,
+            finish_reason=finish,
+            search_nodes=nodes,
         )
 
-    def _program(self, req: GenerationRequest) -> str:
+    def _program(self, req: GenerationRequest):
         cfg = self.config
-        previous, tried = (None, [])
-        if req.kind == "fix":
-            previous, tried = read_history(req.previous_code)
-        error = req.feedback.error if req.feedback is not None else None
-        seeds = [previous] if previous and error in _RAN else []
-        shuffle = None if req.sample == 0 else cfg.seed * 1_000_003 + req.sample
-        result = synthesize(
-            [(req.task.input_table, req.task.output_table)],
-            max_nodes=cfg.synth_write_nodes if req.kind == "write" else cfg.synth_fix_nodes,
-            time_budget_s=cfg.synth_time_budget_s,
-            exclude=tried, seeds=seeds, shuffle_seed=shuffle,
-        )
-        code = emit_code(result.program, tried=tried)
-        result.code = code
-        return _program_text(req.kind, result, bool(tried))
+        tried = read_history(req.previous_code)[1] if req.kind == "fix" else []
+        # every repair of a chain continues from the chain's first attempt (the oldest key)
+        first = parse_key(tried[-1]) if tried else None
+        seeds = [first] if first else []
+        budget = cfg.synth_write_nodes if req.kind == "write" else cfg.synth_fix_nodes
+        behaviour = _behaviour(req.task.test_table)
+        key = (budget, req.sample, _frozen(req.task.input_table), _frozen(req.task.output_table),
+               _frozen(req.task.test_table) if req.sample else None, tried[-1] if tried else None)
+        found = self._searches.get(key)
+        if found is None:
+            found = search([(req.task.input_table, req.task.output_table)], max_nodes=budget,
+                           time_budget_s=cfg.synth_time_budget_s, seeds=seeds, want=req.sample + 1,
+                           behaviour=behaviour)
+            self._searches[key] = found
+            while len(self._searches) > CACHED_SEARCHES:
+                self._searches.popitem(last=False)
+        else:
+            self._searches.move_to_end(key)
+        result = choose(found, exclude=tried, want=req.sample + 1, behaviour=behaviour)
+        result.code = emit_code(result.program, tried=tried)
+        return _program_text(req.kind, result, bool(tried), req.sample), result
+
+
+def _home_key(req: GenerationRequest) -> tuple:
+    return req.task.case_id, req.sample
+
+
+def _frozen(table) -> tuple:
+    return tuple(map(tuple, table))

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import combinations
+from itertools import chain, combinations
 
 _WORD = re.compile(r"\w+")
 # weights of the distance terms, in rough "steps" units
@@ -45,6 +45,8 @@ class Target:
     pairs: frozenset  # pairs of distinct values sharing a row
     triples: tuple  # crosstab targets only: (row head, column head, value) of each body cell
     insertable: frozenset  # header names an ``insert_row`` step can write: never counted as lost
+    once: frozenset  # values the target holds once
+    repeated: tuple  # (value, count) of the values it holds more than once
 
     @cached_property
     def memo(self) -> dict:
@@ -86,6 +88,8 @@ class Target:
             pairs=frozenset(p for r in rows for p in combinations(sorted({c for c in r if c}), 2)),
             triples=_crosstab_triples(rows),
             insertable=frozenset(rows[0]) if has_header(rows) else frozenset(),
+            once=frozenset(v for v, k in counts.items() if k == 1),
+            repeated=tuple((v, k) for v, k in counts.items() if k > 1),
         )
 
 
@@ -116,45 +120,55 @@ def columns(table: Table) -> list[tuple]:
     return list(zip(*[list(r) + [""] * (width - len(r)) for r in table]))
 
 
-def distance(table: Table, tgt: Target) -> tuple[float, int]:
-    """(estimated remaining work, number of lost target values); (0, 0) iff equal."""
-    counts = Counter(c for r in table for c in r if c)
-    joined = None
+def distance(table: Table, tgt: Target, max_lost: int | None = None) -> tuple[float | None, int]:
+    """(estimated remaining work, number of lost target values); (0, 0) iff equal. With
+    ``max_lost``, a table losing more than that many values gets ``(None, lost)`` without the
+    layout terms: the search prunes it anyway, so they are not worth computing."""
+    counts = Counter(chain.from_iterable(table))
+    counts.pop("", None)
+    present = tgt.once.intersection(counts)
+    # target values needed once (most of them), by set operations; all terms are multiples of
+    # 1/4, so the order of the sums does not change the result
+    matched = len(present)
+    surplus = sum(map(counts.__getitem__, present)) - matched
     missing = 0.0
-    lost = 0
-    matched = 0
-    surplus = 0
-    for value, need in tgt.counts.items():
+    absent = [(v, 1) for v in tgt.once.difference(present)]
+    for value, need in tgt.repeated:
         have = counts.get(value, 0)
         if have >= need:
             matched += need
             surplus += have - need
-            continue
-        matched += have
-        if have:
+        elif have:
+            matched += have
             missing += need - have  # more copies needed: a fill or fold away
-            continue
-        if joined is None:
-            joined = "\x1f".join(counts)
-        if value in joined:
-            missing += 0.5 * need
-        elif all(tok in joined for tok in tgt.tokens[value]):
-            missing += 0.75 * need  # its words are all here, in pieces: a merge can rebuild it
         else:
-            missing += need
-            lost += value not in tgt.insertable
+            absent.append((value, need))
+    lost = 0
+    if absent:
+        joined = "\x1f".join(counts)
+        for value, need in absent:
+            if value in joined:
+                missing += 0.5 * need
+            elif all(tok in joined for tok in tgt.tokens[value]):
+                missing += 0.75 * need  # its words are all here, in pieces: a merge can rebuild it
+            else:
+                missing += need
+                lost += value not in tgt.insertable
+    if max_lost is not None and lost > max_lost:
+        return None, lost
     # surplus copies of target values (a fill before an unfold) cost less than foreign cells
     extra = sum(counts.values()) - matched - surplus
     content = (missing + W["extra"] * extra + W["surplus"] * surplus) / tgt.n_cells
     n_rows = len(table)
-    n_cols = max((len(r) for r in table), default=0)
-    have_rows = {tuple(r) for r in table}
-    row_miss = sum(1 for r in tgt.rows if r not in have_rows) / max(len(tgt.rows), 1)
-    have_cols = set(columns(table))
-    col_miss = sum(1 for c in tgt.cols if c not in have_cols) / max(len(tgt.cols), 1)
+    n_cols = max(map(len, table), default=0)
+    row_miss = len(tgt.rows.difference(map(tuple, table))) / max(len(tgt.rows), 1)
+    # a column of another height is never a target column: skip building the columns
+    cols_missing = len(tgt.cols) if n_rows != tgt.n_rows else len(tgt.cols.difference(columns(table)))
+    col_miss = cols_missing / max(len(tgt.cols), 1)
     shape = W["shape"] * ((n_rows != tgt.n_rows) + (n_cols != tgt.n_cols))
+    kept = [tgt.values.intersection(r) for r in table] if tgt.pairs or tgt.triples else []
     h = W["content"] * content + W["rows"] * row_miss + W["cols"] * col_miss + shape \
-        + W["pairs"] * (1.0 - max(_pair_score(table, tgt), _triple_recall(table, tgt)))
+        + W["pairs"] * (1.0 - max(_pair_score(kept, tgt), _triple_recall(kept, tgt)))
     if h == 0 and tuple(map(tuple, table)) != tgt.table:
         h = 0.25  # same cells, rows and columns, yet not equal (order): keep it above a solution
     return h, lost
@@ -171,29 +185,28 @@ def _crosstab_triples(rows: list[tuple]) -> tuple:
                  if c >= 1 and v and c < len(head) and head[c] and r[0])
 
 
-def _triple_recall(table: Table, tgt: Target) -> float:
-    """Share of crosstab cells whose (row head, column head, value) already share a row."""
+def _triple_recall(kept: list, tgt: Target) -> float:
+    """Share of crosstab cells whose (row head, column head, value) already share a row
+    (``kept``: the target values of each row)."""
     if not tgt.triples:
         return 0.0
-    where: dict = {}
-    for i, r in enumerate(table):
-        for c in r:
-            if c in tgt.values:
-                where.setdefault(c, set()).add(i)
-    empty: set = set()
-    hits = sum(1 for a, b, v in tgt.triples if where.get(a, empty) & where.get(b, empty) & where.get(v, empty))
+    where: dict = {}  # value -> bit mask of the rows holding it
+    for i, values in enumerate(kept):
+        bit = 1 << i
+        for c in values:
+            where[c] = where.get(c, 0) | bit
+    get = where.get
+    hits = sum(1 for a, b, v in tgt.triples if get(a, 0) & get(b, 0) & get(v, 0))
     return hits / len(tgt.triples)
 
 
-def _pair_score(table: Table, tgt: Target) -> float:
+def _pair_score(kept: list, tgt: Target) -> float:
     """F1 of the same-row value pairs here against the target's: recall rewards moving values
     into the right rows, precision keeps piling every value into one row from looking good."""
     if not tgt.pairs:
         return 1.0
-    values = tgt.values
-    have = set()
-    for r in table:
-        kept = sorted({c for c in r if c in values})
-        if len(kept) > 1:
-            have.update(combinations(kept, 2))
+    have: set = set()
+    for values in set(kept):  # rows holding the same target values give the same pairs
+        if len(values) > 1:
+            have.update(combinations(sorted(values), 2))
     return 2 * len(have & tgt.pairs) / (len(have) + len(tgt.pairs))

@@ -277,57 +277,77 @@ def _reshape(table: Table, tgt: Target) -> Iterator[Step]:
 
 def _cells(table: Table, tgt: Target) -> Iterator[Step]:
     w = width(table)
-    finder = tgt.finder
+    same_rows, grows = len(table) == tgt.n_rows and tgt.n_rows, len(tgt.table) > len(table)
     for col in range(w):
-        # parameters are inferred from the first rows: enough to find them, cheap on long tables
-        values = _column(table[:SAMPLE_ROWS], col)
-        inside = [v for v in dict.fromkeys(values)
-                  if v and v not in tgt.values and finder is not None and finder.search(v)]
-        for sep in separators(values):
-            pieces = [p for v in values for p in v.split(sep)]
-            if any(p in tgt.values for p in pieces):
-                yield "split_column", {"col": col, "sep": sep}
-                yield "split_once", {"col": col, "sep": sep, "from_right": False}
-                if any(v.count(sep) > 1 for v in values):
-                    yield "split_once", {"col": col, "sep": sep, "from_right": True}
-                if len(tgt.table) > len(table):
-                    yield "explode", {"col": col, "sep": sep}
-        if inside:
-            for pat in PATTERNS + tuple(_context_patterns(inside, tgt)):
-                rx = re.compile(pat)
-                for v in inside:
-                    m = rx.search(v)
-                    got = (m.group(1) if rx.groups else m.group(0)) if m else None
-                    if got and got != v and got in tgt.values:
-                        yield "extract", {"col": col, "pattern": pat}
-                        break
-        if len(table) == tgt.n_rows and tgt.n_rows:
-            key = (col, tuple(values))
-            found = tgt.memo.get(key)
-            if found is None:
-                found = tgt.memo[key] = _rewrites(values, list(tgt.table[:SAMPLE_ROWS]), col)
-            for pattern, template in found:
-                yield "rewrite_cells", {"col": col, "pattern": pattern, "template": template}
-        filled = [v for v in values if v.strip()]
-        kinds = {ops._test(v, "numeric", "") for v in filled}
-        if len(kinds) == 2:
-            yield "divide", {"col": col, "pred": "numeric", "value": ""}
-            yield "divide", {"col": col, "pred": "not_numeric", "value": ""}
-        for mark in _marks(filled):
-            yield "divide", {"col": col, "pred": "contains", "value": mark}
-            yield "divide", {"col": col, "pred": "not_contains", "value": mark}
+        # parameters are inferred from the first rows: enough to find them, cheap on long tables;
+        # they depend on nothing else, so each column's are worked out once per search
+        values = tuple(_column(table[:SAMPLE_ROWS], col))
+        key = ("cells", col, values, bool(same_rows), grows)
+        found = tgt.memo.get(key)
+        if found is None:
+            found = tgt.memo[key] = list(_column_steps(values, col, tgt, bool(same_rows), grows))
+        yield from found
     rows = [r for r in table if len(r) >= 2][:4]
     joined = tgt.joined
     # a merge can only help if both cells are already parts of some target value
     parts = [{c for c, v in enumerate(r) if v and v in joined} for r in rows]
-    for left in range(w):
-        for right in range(w):
-            if left == right or (w > 12 and abs(left - right) > 1):
-                continue
-            useful = [r for r, p in zip(rows, parts) if left in p and right in p]
-            for sep in MERGE_SEPS if useful else ():
-                if any(sep.join((r[left], r[right])) in joined for r in useful):
-                    yield "merge_columns", {"left": left, "right": right, "sep": sep}
+    pairs = {(left, right) for p in parts for left in p for right in p if left != right}
+    for left, right in sorted(pairs):
+        if w > 12 and abs(left - right) > 1:
+            continue
+        ok: set = set()
+        for r, p in zip(rows, parts):
+            if left in p and right in p:
+                ok.update(_joins(r[left], r[right], tgt))
+        for sep in MERGE_SEPS:
+            if sep in ok:
+                yield "merge_columns", {"left": left, "right": right, "sep": sep}
+
+
+def _joins(a: str, b: str, tgt: Target) -> frozenset:
+    """The separators that join ``a`` and ``b`` into (part of) a target value, once per pair."""
+    key = ("join", a, b)
+    found = tgt.memo.get(key)
+    if found is None:
+        joined = tgt.joined
+        found = tgt.memo[key] = frozenset(sep for sep in MERGE_SEPS if sep.join((a, b)) in joined)
+    return found
+
+
+def _column_steps(values: tuple, col: int, tgt: Target, same_rows: bool, grows: bool) -> Iterator[Step]:
+    """The cell-level steps for one column, from its first rows' ``values``."""
+    finder = tgt.finder
+    inside = [v for v in dict.fromkeys(values)
+              if v and v not in tgt.values and finder is not None and finder.search(v)]
+    for sep in separators(values):
+        pieces = [p for v in values for p in v.split(sep)]
+        if any(p in tgt.values for p in pieces):
+            yield "split_column", {"col": col, "sep": sep}
+            yield "split_once", {"col": col, "sep": sep, "from_right": False}
+            if any(v.count(sep) > 1 for v in values):
+                yield "split_once", {"col": col, "sep": sep, "from_right": True}
+            if grows:
+                yield "explode", {"col": col, "sep": sep}
+    if inside:
+        for pat in PATTERNS + tuple(_context_patterns(inside, tgt)):
+            rx = re.compile(pat)
+            for v in inside:
+                m = rx.search(v)
+                got = (m.group(1) if rx.groups else m.group(0)) if m else None
+                if got and got != v and got in tgt.values:
+                    yield "extract", {"col": col, "pattern": pat}
+                    break
+    if same_rows:
+        for pattern, template in _rewrites(list(values), list(tgt.table[:SAMPLE_ROWS]), col):
+            yield "rewrite_cells", {"col": col, "pattern": pattern, "template": template}
+    filled = [v for v in values if v.strip()]
+    kinds = {ops._test(v, "numeric", "") for v in filled}
+    if len(kinds) == 2:
+        yield "divide", {"col": col, "pred": "numeric", "value": ""}
+        yield "divide", {"col": col, "pred": "not_numeric", "value": ""}
+    for mark in _marks(filled):
+        yield "divide", {"col": col, "pred": "contains", "value": mark}
+        yield "divide", {"col": col, "pred": "not_contains", "value": mark}
 
 
 def _marks(cells: list[str], limit: int = 4) -> list[str]:

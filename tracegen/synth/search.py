@@ -12,12 +12,21 @@ programs first, looking for a cheaper one, then returns the cheapest by (cost, s
 text). ``time_budget_s`` is a safety net: when it trips, the search returns what it has and says
 so in ``cut_by_time``. Without a consistent program it returns the closest one it kept (smallest
 distance, then cost), so the emitted code always runs.
+``search`` runs the search and returns an ``Outcome`` (every consistent program, ranked, and every
+state kept, closest first); ``choose`` picks the answer from it, so one search can serve several
+answers (the backend's repairs: the best program not tried yet). ``want`` = j + 1 asks for the j-th
+program distinct in ``behaviour`` (the backend: output on the new input); ``want=1`` is exactly
+the plain search.
+Speed without changing the result: the distance skips its layout terms for states the search
+prunes anyway (they lose a target value), counts values by set operations, and the library works
+out each column's cell-level parameters once per search.
 Not covered: programs longer than ``max_depth`` steps; parameters the library cannot infer.
 """
 from __future__ import annotations
 
 import heapq
 import itertools
+from itertools import chain
 import random
 import time
 from dataclasses import dataclass, field
@@ -36,14 +45,17 @@ MAX_GROWTH = 4  # a state may hold at most this many times the cells of the exam
 
 @dataclass
 class SynthResult:
-    found: bool
+    found: bool  # ``program`` is consistent with the examples
     program: list  # [(name, params), ...]: the consistent program, else the closest one tried
     code: str  # emitted source of ``program``; always present and runnable
-    nodes: int  # steps applied
+    nodes: int  # steps applied (the budget's unit)
     cut_by_time: bool
     distance: float = 0.0  # of ``program`` from the examples' outputs (0 when found)
     elapsed_s: float = 0.0
     alternatives: int = 0  # consistent, non-excluded programs seen
+    distinct: int = 0  # of those, how many behave differently (see ``synthesize``'s ``behaviour``)
+    exhausted: bool = False  # fewer than ``want`` distinct consistent programs: ``program`` is the
+    # closest candidate that behaves unlike the ones ranked before it
 
 
 @dataclass(order=True)
@@ -61,20 +73,108 @@ def _key(tables) -> tuple:
     return tuple(tuple(map(tuple, t)) for t in tables)
 
 
+@dataclass
+class Outcome:
+    """Everything one search found, before a program is chosen (what the backend caches)."""
+
+    solutions: list  # (cost, steps, key, program) of the consistent programs, one per key, ranked
+    near: list  # (h, program) of every state kept, closest first (distance, cost, order)
+    nodes: int
+    cut_by_time: bool
+    start_h: float  # distance of the inputs themselves
+    elapsed_s: float = 0.0
+
+
 def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s: float,
                exclude=(), seeds=(), max_depth: int = 6, shuffle_seed: int | None = None,
-               g_weight: float = G_WEIGHT) -> SynthResult:
+               g_weight: float = G_WEIGHT, want: int = 1, behaviour=None) -> SynthResult:
     """Search for a program consistent with all ``examples`` (input, output) pairs.
 
     ``exclude``: canonical program keys never returned. ``seeds``: programs whose prefixes start
-    in the frontier next to the empty program (a repair continues from the failed attempt).
-    ``shuffle_seed``: when set, each expansion tries its steps in a seeded random order.
+    in the frontier next to the empty program. ``shuffle_seed``: when set, each expansion tries
+    its steps in a seeded random order.
+    ``want`` = j + 1 asks for the j-th distinct consistent program in the search's ranking (by
+    cost, steps, canonical text; j = 0 is the cheapest, exactly the ``want=1`` search).
+    ``behaviour(program)`` names what makes two programs distinct (the backend passes their
+    output on the new input); without it, distinct programs are distinct keys. With ``want`` > 1
+    the search keeps going after the first window until it has ``want`` distinct programs and
+    prunes by the cost of the ``want``-th instead of the cheapest. When it finds fewer, the
+    result is the closest candidate behaving unlike every program ranked before it, with
+    ``exhausted`` set.
     """
+    found = search(examples, max_nodes=max_nodes, time_budget_s=time_budget_s, exclude=exclude, seeds=seeds,
+                   max_depth=max_depth, shuffle_seed=shuffle_seed, g_weight=g_weight, want=want,
+                   behaviour=behaviour)
+    return choose(found, exclude=exclude, want=want, behaviour=behaviour)
+
+
+def _behave(behaviour):
+    """``behaviour`` memoized by program key (the key itself when there is none)."""
+    memo: dict = {}
+
+    def behave(program) -> object:
+        pk = program_key(program)
+        if pk not in memo:
+            memo[pk] = behaviour(program) if behaviour is not None else pk
+        return memo[pk]
+    return behave
+
+
+def _ranked(solutions, want: int, behave) -> list[tuple]:
+    """Solutions by rank, the first of each behaviour, at most ``want``."""
+    out, kinds = [], set()
+    for sol in sorted({s[2]: s for s in solutions}.values(), key=lambda s: s[:3]):
+        kind = behave(sol[3]) if want > 1 else sol[2]
+        if kind not in kinds:
+            kinds.add(kind)
+            out.append(sol)
+            if len(out) == want:
+                break
+    return out
+
+
+def choose(found: Outcome, *, exclude=(), want: int = 1, behaviour=None) -> SynthResult:
+    """The program ``synthesize`` returns from a search's ``Outcome``: the ``want``-th distinct
+    consistent program whose key is not in ``exclude``, else the closest candidate (see there)."""
+    exclude, behave = set(exclude), _behave(behaviour)
+    best = _ranked([s for s in found.solutions if s[2] not in exclude], want, behave)
+    args = (found.nodes, found.cut_by_time)
+    if len(best) == want:
+        program = best[-1][3]
+        return SynthResult(True, list(program), emit_code(program), *args, 0.0, found.elapsed_s,
+                           len(found.solutions), len(best))
+    # fewer than asked: the closest candidates, each unlike every program ranked before it
+    kinds = {behave(sol[3]) for sol in best}
+    need, pick, closest = want - len(best), None, None
+    for h, program in found.near:
+        if program_key(program) in exclude:
+            continue
+        closest = closest or (h, program)
+        if want > 1:
+            kind = behave(program)
+            if kind in kinds:
+                continue
+            kinds.add(kind)
+        pick, need = (h, program), need - 1
+        if need == 0:
+            break
+    if need > 0 and closest:  # not enough distinct candidates either: the closest one
+        pick = closest
+    h, program = pick if pick else (found.start_h, ())
+    return SynthResult(False, list(program), emit_code(program), *args, h, found.elapsed_s, 0, len(best),
+                       exhausted=want > 1)
+
+
+def search(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s: float,
+           exclude=(), seeds=(), max_depth: int = 6, shuffle_seed: int | None = None,
+           g_weight: float = G_WEIGHT, want: int = 1, behaviour=None) -> Outcome:
+    """The search of ``synthesize`` (same arguments), without choosing a program."""
     t0 = time.perf_counter()
     inputs = tuple([list(r) for r in inp] for inp, _ in examples)
     targets = [Target.of(out) for _, out in examples]
     goal = tuple(t.table for t in targets)
     exclude = set(exclude)
+    behave = _behave(behaviour)
     target_cells = sum(len(r) for _, out in examples for r in out)
     limit = MAX_GROWTH * max(sum(len(r) for t in inputs for r in t), sum(t.n_cells for t in targets)) + 64
     rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
@@ -83,33 +183,47 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
     seen: set = set()
     tried: list[tuple] = []  # (h, g, order, program) of every state kept: near-miss candidates
     solutions: list[tuple] = []  # (cost, steps, key, program)
-    nodes, cut, stop_at = 0, False, None
+    nodes, cut, stop_at, cheapest_first, bound = 0, False, None, False, None
 
-    def score(tables):
-        hs = [distance(t, tgt) for t, tgt in zip(tables, targets)]
-        return sum(h for h, _ in hs), sum(lost for _, lost in hs)
+    def score(tables, max_lost=None):
+        """(h, lost) summed over the examples; h is None once lost passes ``max_lost``."""
+        total, lost = 0.0, 0
+        for t, tgt in zip(tables, targets):
+            h, k = distance(t, tgt, None if max_lost is None else max_lost - lost)
+            lost += k
+            if h is None:
+                return None, lost
+            total += h
+        return total, lost
 
     def consider(tables, program: Program, g: float, parent_lost: int | None) -> None:
-        nonlocal stop_at
+        nonlocal stop_at, cheapest_first, bound
         key = _key(tables)
         if key == goal:
             pk = program_key(program)
             if pk not in exclude:
                 solutions.append((round(g, 6), len(program), pk, program))
-                if stop_at is None:
-                    stop_at = min(max_nodes, nodes + max(WINDOW, nodes))
+                if not cheapest_first:
+                    cheapest_first = True
                     # from now on, cheapest programs first: look for a shorter one
                     for node in frontier:
                         node.f = node.g * 100.0 + node.h
                     heapq.heapify(frontier)
+                if want == 1:
+                    bound = min(bound, solutions[-1][0]) if bound is not None else solutions[-1][0]
+                else:
+                    best = _ranked(solutions, want, behave)
+                    bound = best[-1][0] if len(best) == want else None
+                if stop_at is None and bound is not None:
+                    stop_at = min(max_nodes, nodes + max(WINDOW, nodes))
             return
-        if key in seen or sum(len(r) for t in tables for r in t) > limit:
+        if key in seen or sum(map(len, chain.from_iterable(tables))) > limit:
             return
         seen.add(key)
-        h, lost = score(tables)
+        h, lost = score(tables, parent_lost)
         if parent_lost is not None and lost > parent_lost:
             return
-        f = h + g_weight * g if stop_at is None else g * 100.0 + h
+        f = h + g_weight * g if not cheapest_first else g * 100.0 + h
         node = _Node(f, next(order), program, tables, g, h, lost)
         tried.append((h, g, node.order, program))
         heapq.heappush(frontier, node)
@@ -130,14 +244,13 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
         if stop_at is not None and nodes >= stop_at:
             break
         node = heapq.heappop(frontier)
-        best = min((s[0] for s in solutions), default=None)
-        if len(node.program) >= max_depth or (best is not None and node.g + 1.0 > best + 1e-9):
+        if len(node.program) >= max_depth or (bound is not None and node.g + 1.0 > bound + 1e-9):
             continue
         steps = propose(node.tables[0], targets[0])
         if rng is not None:
             steps = list(steps)
             rng.shuffle(steps)
-        weight = 1 + (sum(len(r) for t in node.tables for r in t) + target_cells) // CELLS_PER_NODE
+        weight = 1 + (sum(map(len, chain.from_iterable(node.tables))) + target_cells) // CELLS_PER_NODE
         for step in steps:
             if nodes >= max_nodes or (stop_at is not None and nodes >= stop_at):
                 break
@@ -151,10 +264,6 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
                 continue
             consider(tables, node.program + (step,), node.g + step_cost(*step), node.lost)
 
-    elapsed = time.perf_counter() - t0
-    if solutions:
-        program = min(solutions, key=lambda s: s[:3])[3]
-        return SynthResult(True, list(program), emit_code(program), nodes, cut, 0.0, elapsed, len(solutions))
-    near = next((t for t in sorted(tried, key=lambda t: t[:3]) if program_key(t[3]) not in exclude), None)
-    h, program = (near[0], near[3]) if near else (score(inputs)[0], ())
-    return SynthResult(False, list(program), emit_code(program), nodes, cut, h, elapsed, 0)
+    near = [(t[0], t[3]) for t in sorted(tried, key=lambda t: t[:3])]
+    ranked = sorted({sol[2]: sol for sol in solutions}.values(), key=lambda sol: sol[:3])
+    return Outcome(ranked, near, nodes, cut, score(inputs)[0], time.perf_counter() - t0)
