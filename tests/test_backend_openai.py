@@ -119,10 +119,9 @@ def test_reasoning_content_becomes_think_block(server):
 def test_many_requests_in_flight(server):
     server.delay_s = 0.15
     b = OpenAIBackend(_cfg(server.url, concurrency=8))
-    t0 = time.perf_counter()
-    b.generate([_req(str(i)) for i in range(16)])
-    assert server.max_in_flight >= 4
-    assert time.perf_counter() - t0 < 16 * 0.15 / 2  # far faster than one at a time
+    out = b.generate([_req(str(i)) for i in range(16)])
+    # the server saw several requests at once (counted there, not timed: this machine is noisy)
+    assert server.max_in_flight >= 4 and [c.text for c in out] == [f"echo:{i}" for i in range(16)]
 
 
 def test_retries_429_500_and_timeouts_then_succeeds(server):
