@@ -61,7 +61,7 @@ class VisibleDisagree(_PerState):
 
 
 class WriteOnce(_PerState):
-    """Budget-matched baseline: one program generation, never repair."""
+    """Baseline with the smallest tool budget: one program generation, never repair."""
 
     name = "write_once"
 
@@ -98,7 +98,8 @@ class CrossCheck(_PerState):
 
 
 class ResampleVisible(_PerState):
-    """Resample instead of repair, budget-matched to the repairing policies: write one program,
+    """Resample instead of repair, at most as many program generations as the repairing policies
+    (not the same work: a synth WRITE searches far fewer nodes than a FIX): write one program,
     and while no program passes the public example draw the next independent sample (never FIX),
     up to 1 + max_repairs generations; commit the first program that passes, else DIRECT. Needs
     ``--program-samples`` K > 1 (with K = 1 it is ``write_once``)."""

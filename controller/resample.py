@@ -1,4 +1,5 @@
-"""The "resample instead of repair" baseline, budget-matched to the tool-using policies.
+"""The "resample instead of repair" baseline, matched to the tool-using policies in program
+generations (not in work).
 
 Re-expressed on the tree: it is the state-machine policy ``policies.ResampleVisible`` (WRITE, then
 RESAMPLE while no program passes, up to 1 + max_repairs generations, never FIX; PROGRAM on the
