@@ -29,6 +29,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without install
 
 
+def _lambdas(text: str) -> tuple:
+    """``0,0.5,0.75`` -> (0.0, 0.5, 0.75); ``none`` -> () (argparse turns a ValueError into exit 2)."""
+    if text.strip().lower() in ("none", ""):
+        return ()
+    return tuple(float(w) for w in text.split(","))
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
@@ -124,6 +131,9 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--dagger-iters", type=int, default=0, help="DAgger iterations after the oracle-trajectory start")
     g.add_argument("--dagger-beta", type=float, default=0.5, help="DAgger initial oracle mixing rate (annealed to 0)")
     g.add_argument("--cv-folds", type=int, default=0, help="family-level cross-validation folds (0: off)")
+    g.add_argument("--lora-frontier", type=_lambdas, default=(0.0, 0.5, 0.75), metavar="W,W,...",
+                   help="trade-off weights at which the LoRA policy is retrained for its accuracy-vs-cost frontier "
+                        "(one training each; default 0,0.5,0.75; 'none' skips it, e.g. on a large --policy-model)")
     g.add_argument("--policies", default=None, help="comma-separated policies to report (default: all that were run)")
     g.add_argument("--cost", default="generations", help="cost model for the oracle labels and the budget frontier: "
                    "generations (program rounds), tokens (completion tokens) or work (search nodes for synth, "
@@ -169,6 +179,7 @@ def build_config(args):
         seed=args.seed, train_lora=args.train_lora, train_shuffled_lora=args.train_shuffled_lora,
         policies=tuple(p.strip() for p in args.policies.split(",") if p.strip()) if args.policies else None,
         dagger_iters=args.dagger_iters, dagger_beta=args.dagger_beta, cv_folds=args.cv_folds, cost=args.cost,
+        lora_frontier_lambdas=args.lora_frontier,
         seeds=args.seeds,
         progress=not args.no_progress, lora=LoraPolicyConfig(**lora_kw), adapters_dir=str(root / "reports" / "adapters"))
     rollout = RolloutConfig(max_repairs=args.max_repairs, exec_timeout_s=args.exec_timeout, memory_mb=args.memory_mb,
