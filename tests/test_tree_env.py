@@ -127,8 +127,8 @@ def test_v1_records_are_upgraded_on_read(tmp_path):
         validate_record(rec)  # a raw v1 record is not v2
 
 
-def test_the_committed_v1_traces_load():
-    recs = read_traces(ROOT / "reports" / "fresh_traces.jsonl")
+def test_the_v1_trace_file_loads():
+    recs = read_traces(ROOT / "tests" / "data" / "v1_library_traces.jsonl")
     assert len(recs) > 100 and all(r["schema_version"] == 2 for r in recs)
 
 

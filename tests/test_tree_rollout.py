@@ -95,9 +95,9 @@ def test_k1_rollout_is_sample_zero_of_the_tree():
 def test_k1_results_equal_the_chain_environment_on_v1_traces():
     """``tests/data/chain_golden.json`` holds every fixed policy's, the oracle's, the learned rule's
     and its DAgger version's outcomes computed by the chain environment (the code before RESAMPLE)
-    on the committed version-1 trace file; the tree environment with K = 1 must reproduce them."""
+    on the version-1 trace file in tests/data; the tree environment with K = 1 must reproduce them."""
     golden = json.loads((ROOT / "tests" / "data" / "chain_golden.json").read_text())
-    recs = read_traces(ROOT / "reports" / "fresh_traces.jsonl")
+    recs = read_traces(ROOT / "tests" / "data" / "v1_library_traces.jsonl")
     splits = by_split(recs)
     train = _scored(splits["train"])
     pols = {n: c() for n, c in FIXED_POLICIES.items()}

@@ -1,8 +1,9 @@
-"""Record tests/data/chain_golden.json: the chain environment's outcomes on the committed v1 traces.
+"""Record tests/data/chain_golden.json: the chain environment's outcomes on the version-1 traces in
+tests/data/v1_library_traces.jsonl (a library run written before trace schema v2).
 
-Run it from a checkout of the code BEFORE the tree environment (the pilot's chain), e.g. a merge
-of main without wt-tree, so the golden file says what the chain gives; tests/test_tree_rollout.py
-checks that the tree environment with --program-samples 1 reproduces it:
+Run it from a checkout of the code BEFORE the tree environment (the pilot's chain, e.g. commit
+048e674), so the golden file says what the chain gives; tests/test_tree_rollout.py checks that the
+tree environment with --program-samples 1 reproduces it:
 
     PYTHONPATH=$PWD python tests/data/make_chain_golden.py tests/data/chain_golden.json
 """
@@ -16,7 +17,7 @@ from controller.training import full_state_pairs, labelled
 from controller.dagger import run_dagger
 from controller.rule import fit_rule
 
-recs = read_traces("reports/fresh_traces.jsonl")
+recs = read_traces("tests/data/v1_library_traces.jsonl")
 splits = by_split(recs)
 train = _scored(splits["train"])
 pols = {n: c() for n, c in FIXED_POLICIES.items()}
