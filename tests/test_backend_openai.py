@@ -3,9 +3,10 @@ import json
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from local_http import LocalServer
 
 from tracegen.backends.base import BackendConfig, GenerationRequest, Task
 from tracegen.backends.openai_backend import EndpointError, OpenAIBackend
@@ -13,7 +14,7 @@ from tracegen.backends.openai_backend import EndpointError, OpenAIBackend
 TASK = Task("c", [["a"]], [["b"]], [["c"]])
 
 
-class FakeServer:
+class FakeServer(LocalServer):
     """An OpenAI-compatible server: scripted failures, in-flight counting, a model list."""
 
     def __init__(self, models=("tiny",), has_models=True):
@@ -73,13 +74,7 @@ class FakeServer:
                     with server.lock:
                         server.in_flight -= 1
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.start(Handler)
 
 
 @pytest.fixture

@@ -5,16 +5,17 @@ bounded (once per request unless said otherwise) and the whole file runs in a fe
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from local_http import LocalServer
 
 from tracegen.backends.base import BackendConfig, GenerationRequest, PartialGeneration, Task
 from tracegen.backends.cache import CachedBackend
 from tracegen.backends.openai_backend import EndpointError, OpenAIBackend
 
 
-class HostileServer:
+class HostileServer(LocalServer):
     """Reads the instruction from the user message: ``nonjson``, ``truncated``, ``nochoices``,
     ``drop``, ``slow`` misbehave on the first request carrying that message; ``reject`` answers
     400 while ``self.reject`` is set. ``root`` is what /models says the model was loaded from."""
@@ -62,14 +63,7 @@ class HostileServer:
                     time.sleep(0.8)  # past the 0.4 s timeout
                 self._raw(200, good)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.start(Handler)
 
 
 @pytest.fixture
