@@ -26,7 +26,6 @@ import argparse
 import importlib.util
 import json
 import logging
-import os
 import platform
 import sys
 import time
