@@ -617,7 +617,9 @@ def _limitations(s: Mapping) -> list[str]:
     return out
 
 
-SECTIONS = (_summary, _split_section, _heldout, _dev_vs_test, _paired, _seeds, _learned_rule, _dagger, _cross_check,
+from .study_report import STUDY_SECTIONS  # noqa: E402  (headroom, hypotheses, power, routing open the report)
+
+SECTIONS = (*STUDY_SECTIONS, _summary, _split_section, _heldout, _dev_vs_test, _paired, _seeds, _learned_rule, _dagger, _cross_check,
             _cv, _frontier, _failures, _run_details, _figures, _limitations)
 
 
