@@ -222,6 +222,7 @@ def learner_routing(name: str, vecs: Mapping[str, Mapping], pts: Mapping[str, di
             fc = pgr_curve(frontier, weak, strong)
             span = strong[0] - weak[0]
             out["frontier"] = {"points": [[round(x, 4), round(y, 4)] for x, y in fc] if fc else None,
+                               "cost_accuracy": [[c, a] for c, a in sorted(frontier)],
                                "apgr": apgr(fc), "cpt50": cpt(fc, 0.5), "cpt80": cpt(fc, 0.8)}
             for k in ("cpt50", "cpt80"):
                 v = out["frontier"][k]
