@@ -266,7 +266,9 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     summary["failures"] = failure_breakdown(records, outcomes)
     from .study import study_sections  # headroom, routing, pre-registered hypotheses, power
 
+    t = time.monotonic()
     summary.update(study_sections(records, outcomes, summary, study=cfg.study, cost=cfg.cost, seed=cfg.seed))
+    timing["study_s"] = round(time.monotonic() - t, 2)
     timing["controllers_total_s"] = round(time.monotonic() - t0, 2)
     summary["timing"] = timing
     return summary, outcomes

@@ -35,6 +35,11 @@ def test_k3_passing_sample_right_while_the_majority_commit_is_wrong():
     assert c == {"cell": "both_wrong", "k": 3, "passing_right_commit_wrong": True}
     h = headroom_cells([rec])
     assert h["accuracy_headroom_cases"] == 1 and h["unreachable_cases"] == 0 and h["k"] == 3
+    # direct right too: one case of headroom, not two
+    both = make_tree_record("t/t_2", "t", "test", direct=ANSWER,
+                            chains=([(True, OTHER)], [(True, OTHER)], [(True, ANSWER)]))
+    assert case_cell(both)["cell"] == "direct_right_commit_wrong"
+    assert headroom_cells([both])["accuracy_headroom_cases"] == 1
 
 
 def test_table_splits_pooled_gap_and_the_sentence_when_no_headroom():
