@@ -159,6 +159,8 @@ def make_parser() -> argparse.ArgumentParser:
                    "completion tokens for model backends)")
     g.add_argument("--seeds", type=int, default=1, help="retrain every learned controller and the shuffled control "
                    "with seeds SEED..SEED+N-1 and report mean [min, max]")
+    g.add_argument("--study", default=None, metavar="FILE", help="study file (TOML or JSON, e.g. studies/foofah.toml): "
+                   "the pre-registered primary hypotheses and cost unit (default: a built-in study, not pre-registered)")
     return p
 
 
@@ -199,7 +201,7 @@ def build_config(args):
         policies=tuple(p.strip() for p in args.policies.split(",") if p.strip()) if args.policies else None,
         dagger_iters=args.dagger_iters, dagger_beta=args.dagger_beta, cv_folds=args.cv_folds, cost=args.cost,
         lora_frontier_lambdas=args.lora_frontier,
-        seeds=args.seeds,
+        seeds=args.seeds, study=args.study,
         progress=not args.no_progress, lora=LoraPolicyConfig(**lora_kw), adapters_dir=str(root / "reports" / "adapters"))
     rollout = RolloutConfig(max_repairs=args.max_repairs, exec_timeout_s=args.exec_timeout, memory_mb=args.memory_mb,
                             wave_size=args.wave_size, program_samples=args.program_samples, repair_history=args.repair_history, progress_every=args.progress_every, progress=not args.no_progress)

@@ -52,6 +52,7 @@ class ExperimentConfig:
     bootstrap_resamples: int = 2000
     lora: object = None  # controller.lora.LoraPolicyConfig, built by the CLI
     adapters_dir: str = "reports/adapters"
+    study: str | None = field(default=None, metadata={"help": "study file (TOML/JSON): pre-registered hypotheses"})
 
 
 def by_split(records):
@@ -263,6 +264,11 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
         summary["policy_results"] = {k: v for k, v in results.items() if k in cfg.policies}
     summary["paired_tests"] = {s: paired_tests(outcomes, split=s, seed=cfg.seed) for s in ("dev", "test")}
     summary["failures"] = failure_breakdown(records, outcomes)
+    from .study import study_sections  # headroom, routing, pre-registered hypotheses, power
+
+    t = time.monotonic()
+    summary.update(study_sections(records, outcomes, summary, study=cfg.study, cost=cfg.cost, seed=cfg.seed))
+    timing["study_s"] = round(time.monotonic() - t, 2)
     timing["controllers_total_s"] = round(time.monotonic() - t0, 2)
     summary["timing"] = timing
     return summary, outcomes
@@ -284,5 +290,5 @@ def _frontier(fit: Callable, train, splits, lambdas, cfg: ExperimentConfig) -> d
                      "work": summ["work"] / 1000}[cfg.cost]
             points.append({"lambda": lam, "split": split, "cost": round(total / n, 4), "accuracy": summ["accuracy"],
                            "program_generations": summ["program_generations"], "work": summ["work"],
-                           "exact": summ["exact"], "n": summ["n"]})
+                           "generated_tokens": summ["generated_tokens"], "exact": summ["exact"], "n": summ["n"]})
     return {"cost": cfg.cost, "points": points}

@@ -201,6 +201,113 @@ DRAWERS: dict[str, Callable] = dict(zip(FIGURE_NAMES, (
     _heldout, _dev_vs_test, _budget, _recoveries, _compute,
 )))
 
+# ----------------------------------------------------------------------------- accuracy vs cost panels
+
+PANEL_SPLITS = (("test", "held-out test"), ("cv_pooled", "pooled cross-validation"))
+PANEL_UNITS = {"generations": "program generations per scored case",
+               "tokens": "thousand program-round tokens per scored case",
+               "work": "thousand work units per scored case"}
+
+
+def cost_panels(summary: Mapping) -> list[tuple[str, str, Mapping]]:
+    """(split, unit, routing block) of every panel that has at least one policy point."""
+    r = summary.get("routing") or {}
+    return [(split, unit, r[split][unit]) for split, _ in PANEL_SPLITS for unit in PANEL_UNITS
+            if (r.get(split) or {}).get(unit, {}).get("points")]
+
+
+def _xy_err(pt: Mapping) -> tuple[list, list]:
+    """Family-bootstrap error bar lengths (x: cost, y: accuracy) around a point."""
+    def err(v, ci):
+        return [[max(0.0, v - ci[0])], [max(0.0, ci[1] - v)]] if ci else [[0.0], [0.0]]
+    return err(pt["cost"], pt.get("cost_ci95_family")), err(pt["accuracy"], pt.get("accuracy_ci95_family"))
+
+
+def _panel(ax, split: str, unit: str, block: Mapping, colors: Mapping[str, object], weak: str, strong: str) -> None:
+    pts = {p: v for p, v in block["points"].items() if v.get("cost") is not None and v.get("accuracy") is not None}
+    hull = block.get("hull") or []
+    if len(hull) > 1:
+        ax.plot([h["cost"] for h in hull], [h["accuracy"] for h in hull], color="0.55", lw=2.5, alpha=0.6,
+                zorder=1, label="fixed-policy hull (best random mix of two fixed policies)")
+    if weak in pts and strong in pts:
+        ax.plot([pts[weak]["cost"], pts[strong]["cost"]], [pts[weak]["accuracy"], pts[strong]["accuracy"]],
+                color="black", ls="--", lw=1, zorder=1, label=f"random mix {weak} / {strong}")
+    for name, L in (block.get("learners") or {}).items():
+        ca = (L.get("frontier") or {}).get("cost_accuracy") or []
+        if len(ca) > 1:
+            ax.plot([c for c, _ in ca], [a for _, a in ca], marker=".", ms=5, lw=1, color=colors[name], alpha=0.8,
+                    zorder=2, label=f"{name} lambda sweep")
+    # policies on the same point: the first a filled marker with the error bars, each further one a
+    # larger ring around it, so every policy keeps its own colour and legend entry (no overlapping labels)
+    at: dict[tuple, list[str]] = {}
+    for name in ordered_policies(pts):
+        at.setdefault((round(pts[name]["cost"], 6), round(pts[name]["accuracy"], 6)), []).append(name)
+    for names in at.values():
+        for k, name in enumerate(names):
+            pt, oracle = pts[name], name == ORACLE
+            label = "_policy"  # policy entries are built once for the whole figure
+            if k == 0:
+                xerr, yerr = _xy_err(pt)
+                ax.errorbar([pt["cost"]], [pt["accuracy"]], xerr=xerr, yerr=yerr, fmt="*" if oracle else "o",
+                            ms=13 if oracle else 7, color=colors[name], mec="black", ecolor=colors[name],
+                            elinewidth=1, capsize=2, zorder=4, label=label)
+            else:
+                ax.plot([pt["cost"]], [pt["accuracy"]], "o", ms=7 + 5 * k, mfc="none", mew=1.8, color=colors[name],
+                        zorder=3, label=label)
+    n = max(v.get("n", 0) for v in pts.values())
+    fams = max(v.get("n_families", 0) for v in pts.values())
+    ax.set_title(f"{dict(PANEL_SPLITS)[split]} (n={n}, {fams} families)", fontsize=10)
+    ax.set_xlabel(PANEL_UNITS[unit], fontsize=9)
+    ax.set_ylabel("exact-match accuracy (scored cases)", fontsize=9)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(left=min(0.0, ax.get_xlim()[0]))
+    ax.grid(alpha=0.25)
+
+
+def draw_cost_panels(summary: Mapping, plt):
+    """Accuracy vs cost, one panel per (split, unit); one legend outside the panels, on the right.
+    None when the summary has no routing key (older summaries: the single-panel figure)."""
+    panels = cost_panels(summary)
+    if not panels:
+        return None
+    splits = [s for s, _ in PANEL_SPLITS if any(p[0] == s for p in panels)]
+    units = [u for u in PANEL_UNITS if any(p[1] == u for p in panels)]
+    fig, axes = plt.subplots(len(splits), len(units), figsize=(4.6 * len(units) + 3.2, 3.9 * len(splits)),
+                             squeeze=False)
+    names = ordered_policies({p: 1 for _, _, b in panels for p in b["points"]})
+    cmap = __import__("matplotlib").colormaps["tab10"]
+    colors = {p: cmap(i % 10) for i, p in enumerate(names)}
+    r = summary["routing"]
+    for i, split in enumerate(splits):
+        for j, unit in enumerate(units):
+            ax = axes[i][j]
+            block = (r.get(split) or {}).get(unit)
+            if block and block.get("points"):
+                _panel(ax, split, unit, block, colors, r.get("weak", "direct_only"),
+                       r.get("strong", "always_tool_visible"))
+            else:
+                ax.remove()  # no empty axes
+    from matplotlib.lines import Line2D
+
+    handles: dict[str, object] = {}
+    for ax in fig.axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if not lab.startswith("_"):
+                handles.setdefault(lab, h)
+    drawn = {p for _, _, b in panels for p in b["points"]}
+    for p in names:
+        if p in drawn:
+            handles[p + (" (hindsight)" if p == ORACLE else "")] = Line2D(
+                [], [], ls="none", marker="*" if p == ORACLE else "o", ms=11 if p == ORACLE else 7, color=colors[p],
+                mec="black")
+    handles["rings: policies on the same point"] = Line2D([], [], ls="none", marker="o", ms=12, mfc="none",
+                                                           color="0.3")
+    fig.suptitle("Accuracy vs tool cost (error bars: 95% family bootstrap)", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    fig.legend(list(handles.values()), list(handles), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
+               frameon=False)
+    return fig
+
 
 def _save_atomic(fig, path: Path) -> None:
     import io
@@ -223,9 +330,12 @@ def write_figures(summary: Mapping, out_dir: str | os.PathLike) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, draw in DRAWERS.items():
-        fig, ax = plt.subplots(figsize=(9, 4.8))
+        fig, ax = (draw_cost_panels(summary, plt) if name == "accuracy_vs_compute.png" else None), None
+        if fig is None:
+            fig, ax = plt.subplots(figsize=(9, 4.8))
         try:
-            draw(ax, summary)
+            if ax is not None:
+                draw(ax, summary)
             path = out / name
             _save_atomic(fig, path)
             paths.append(str(path))

@@ -143,6 +143,13 @@ def check_flags(cfg: RunConfig) -> None:
         raise UsageError(f"--policies: unknown policy {unknown[0]!r}; choose from {', '.join(POLICY_NAMES)}")
     if cfg.resume and not cfg.generate_traces:
         raise UsageError("--resume: only meaningful with --generate-traces")
+    if e.study is not None:
+        from .hypotheses import StudyError, load_study
+
+        try:
+            load_study(e.study, known_policies=POLICY_NAMES)
+        except StudyError as err:
+            raise UsageError(f"--study {err}") from None
 
 
 def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[dict, dict]:

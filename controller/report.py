@@ -16,6 +16,7 @@ from typing import Mapping
 from .failures import DIRECT_CATEGORIES, ROUND_CATEGORIES
 from .figures import COST_UNITS, FIGURE_NAMES, ORACLE, ordered_policies
 from .stats import min_discordant_for_significance
+from .study_report import STUDY_SECTIONS  # headroom, hypotheses, power, routing: the report opens with them
 
 SPLIT_ORDER = ("train", "dev", "test")
 # Policies a user can deploy: the oracle reads hidden answers, the shuffled run is a control.
@@ -234,7 +235,8 @@ def _paired(s: Mapping) -> list[str]:
     return ["## Paired tests", "",
             "Each policy against `always_tool_visible` and `direct_only` on the same cases. "
             "Wins: the policy is right and the baseline wrong. The verdict is decided at the "
-            f"family level: {FAMILY_TEST}, Holm-adjusted over every comparison of the split; "
+            f"family level: {FAMILY_TEST}, Holm-adjusted over the distinct comparisons of the split "
+            "(identical per-family difference vectors count once; the oracle and ties are left out); "
             "`better`/`worse` when the adjusted p < 0.05, else `within noise`. The case-level "
             "exact McNemar p is shown beside it but treats the cases of a family as independent, "
             "which they are not.", ""] + out
@@ -424,7 +426,7 @@ def _cv(s: Mapping) -> list[str]:
              f"{_pp(t.get('diff'))} {_ci(t.get('diff_ci95_family'))}", _p(t.get("p_holm")), t.get("verdict", "n/a")]
             for p in ordered_policies(ptests) for b, t in (ptests[p] or {}).items()]
     if prow:
-        out += ["Pooled paired tests (family level, Holm over these comparisons):", ""] + _table(
+        out += ["Pooled paired tests (family level, Holm over the distinct comparisons):", ""] + _table(
             ["Policy", "Baseline", "Families", "Wins / losses", "Diff [95% CI, family bootstrap]",
              "p (Holm)", "Verdict"], prow)
     rows = []
@@ -617,7 +619,7 @@ def _limitations(s: Mapping) -> list[str]:
     return out
 
 
-SECTIONS = (_summary, _split_section, _heldout, _dev_vs_test, _paired, _seeds, _learned_rule, _dagger, _cross_check,
+SECTIONS = (*STUDY_SECTIONS, _summary, _split_section, _heldout, _dev_vs_test, _paired, _seeds, _learned_rule, _dagger, _cross_check,
             _cv, _frontier, _failures, _run_details, _figures, _limitations)
 
 

@@ -15,9 +15,12 @@ splits are drawn by family. So every accuracy also gets a family-level interval 
 bootstrap: families are resampled with replacement, accuracy is pooled over their cases), and
 every paired comparison a family-level test: the per-family sums of case differences
 (policy right minus baseline right) are tested with scipy's sign-flip permutation test (exact
-whenever 2^families <= ``FAMILY_PERMUTATIONS``), Holm-adjusted over every comparison of the
-split (statsmodels ``multipletests``). The ``verdict`` is decided by that adjusted family-level
-p-value alone.
+whenever 2^families <= ``FAMILY_PERMUTATIONS``), Holm-adjusted over the *distinct* comparisons
+of the split (statsmodels ``multipletests``): comparisons whose per-family difference vectors are
+identical (or negated: the test is two-sided) are one test, counted once; comparisons with the
+hindsight oracle (a ceiling, not a hypothesis) and ties (no family with a non-zero difference:
+the test cannot reach any alpha, Tarone 1990) are left out of the count. The ``verdict`` is
+decided by that adjusted family-level p-value alone.
 """
 from __future__ import annotations
 
@@ -187,6 +190,42 @@ def holm(pvalues: Sequence[float], alpha: float = ALPHA) -> list[float]:
     return [min(1.0, float(p)) for p in multipletests(list(pvalues), alpha=alpha, method="holm")[1]]
 
 
+ORACLE = "oracle_seq"
+EXCLUDE_ORACLE = "the hindsight oracle reads hidden answers: a ceiling, not a hypothesis"
+EXCLUDE_TIE = "no family with a non-zero difference (identical outcomes): the test cannot reject at any alpha"
+
+
+def comparison_key(families: Sequence[str], diffs: Sequence[float]) -> tuple:
+    """The test a paired comparison runs, as a hashable key: its non-zero per-family sums, sign
+    normalised (a two-sided sign-flip test gives the same p for a vector and its negation).
+    Equal keys are the same test; the empty key is a tie."""
+    sums, _ = _family_arrays(families, diffs)
+    names = sorted(set(map(str, families)))
+    items = tuple((f, round(float(v), 9)) for f, v in zip(names, sums) if abs(v) > 1e-12)
+    if items and items[0][1] < 0:  # sign of the first non-zero family decides the orientation
+        items = tuple((f, -v) for f, v in items)
+    return items
+
+
+def distinct_holm(keys: Sequence[tuple], pvalues: Sequence[float], excluded: Sequence[str | None],
+                  alpha: float = ALPHA) -> tuple[list[float], list[list[int]]]:
+    """Holm over distinct tests only. ``keys`` from ``comparison_key``; ``excluded[i]`` a reason
+    to leave comparison i out of the family (then its adjusted p is its own p). Comparisons with
+    equal keys share one adjusted p. Returns (adjusted p per comparison, groups of merged indices)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, (k, why) in enumerate(zip(keys, excluded)):
+        if why is None and k:
+            groups.setdefault(k, []).append(i)
+    reps = list(groups.values())
+    adj = holm([pvalues[g[0]] for g in reps], alpha)
+    out = [float(p) if why is not None or not k else 1.0 for p, k, why in zip(pvalues, keys, excluded)]
+    out = [min(1.0, p) for p in out]
+    for g, p in zip(reps, adj):
+        for i in g:
+            out[i] = p
+    return out, [g for g in reps if len(g) > 1]
+
+
 def verdict(diff: float | None, p_adjusted: float | None, alpha: float = ALPHA) -> str:
     """``better`` / ``worse`` when the family-level adjusted p is below alpha, else ``within noise``."""
     if diff is None or p_adjusted is None or p_adjusted >= alpha or diff == 0:
@@ -264,15 +303,20 @@ def paired_tests(
     Returns ``{policy: {baseline: {...}}}`` with, case level: ``n``, ``mcnemar_p``, ``b01``,
     ``b10`` (``wins`` = ``b10``: the policy right and the baseline wrong; ``losses`` = ``b01``),
     ``diff`` and its case bootstrap ``diff_ci95``; family level: ``n_families``,
-    ``diff_ci95_family``, ``p_family`` (``family_sign_flip_p``), ``p_holm`` (Holm over every
-    distinct comparison of this split: a pair of baselines compared both ways counts once) and
-    ``verdict``; ``within_noise`` is
+    ``diff_ci95_family``, ``p_family`` (``family_sign_flip_p``), ``p_holm`` (Holm over the
+    distinct comparisons of this split, ``distinct_holm``: a pair compared both ways, or two pairs
+    with the same per-family differences, count once (``merged_with`` names the others); the
+    oracle and ties are left out (``holm_excluded`` says why); ``holm_family_size`` is the number of
+    distinct tests) and ``verdict``; ``within_noise`` is
     ``verdict == "within noise"``. A policy is not compared with itself; baselines missing from
     ``outcomes_by_policy`` are skipped. ``split=None`` pairs over all splits.
     """
     by_case = {p: _scored_by_case(o, split) for p, o in outcomes_by_policy.items()}
     result: dict[str, dict] = {}
     flat: list[dict] = []
+    names: list[str] = []
+    keys: list[tuple] = []
+    excluded: list[str | None] = []
     mirrors: list[tuple[dict, dict]] = []
     for policy, mine in by_case.items():
         row = {}
@@ -306,13 +350,25 @@ def paired_tests(
                 "p_family": family_sign_flip_p(fams, d, seed=seed),
             }
             flat.append(row[base])
+            names.append(f"{policy} vs {base}")
+            keys.append(comparison_key(fams, d))
+            excluded.append(EXCLUDE_ORACLE if ORACLE in (policy, base) else EXCLUDE_TIE if not keys[-1] else None)
         result[policy] = row
-    for entry, p_adj in zip(flat, holm([e["p_family"] for e in flat])):
+    adjusted, merged = distinct_holm(keys, [e["p_family"] for e in flat], excluded)
+    merged_with = {i: [names[j] for j in g if j != i] for g in merged for i in g}
+    n_distinct = len({k for k, why in zip(keys, excluded) if why is None and k})
+    for i, (entry, p_adj) in enumerate(zip(flat, adjusted)):
         entry["p_holm"] = p_adj
+        entry["holm_family_size"] = n_distinct
+        if excluded[i] is not None:
+            entry["holm_excluded"] = excluded[i]
+        if merged_with.get(i):
+            entry["merged_with"] = merged_with[i]
         entry["verdict"] = verdict(entry["diff"], p_adj)
         entry["within_noise"] = entry["verdict"] == "within noise"
     for mirror, entry in mirrors:
-        mirror["p_holm"] = entry["p_holm"]
+        mirror.update({k: entry[k] for k in ("p_holm", "holm_family_size", "holm_excluded", "merged_with")
+                       if k in entry})
         mirror["verdict"] = verdict(mirror["diff"], entry["p_holm"])
         mirror["within_noise"] = mirror["verdict"] == "within noise"
     return result

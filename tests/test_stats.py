@@ -185,24 +185,48 @@ def test_case_level_significance_is_not_a_family_verdict():
     assert t["p_family"] == 1.0 and t["verdict"] == "within noise" and t["within_noise"]
 
 
-def test_holm_over_the_splits_comparisons():
-    # Two policies vs two baselines; six families where a wins; Holm multiplies the smallest by 4
-    n = 6
+def test_holm_over_the_splits_distinct_comparisons():
+    # Two policies vs two baselines that are identical (all wrong): a vs direct_only and a vs
+    # always_tool_visible run the same test (the same per-family differences), so Holm counts them
+    # once; likewise b's two; the baselines' own comparison is a tie (no family differs) and is left
+    # out. Two distinct tests: Holm multiplies the smaller p by 2, not by 5.
+    n = 7
     worst = [_o(f"c{i}", False, policy="direct_only") for i in range(n)]
     tool = [_o(f"c{i}", False, policy="always_tool_visible") for i in range(n)]
     a = [_o(f"c{i}", True, policy="a") for i in range(n)]
     b = [_o(f"c{i}", i == 0, policy="b") for i in range(n)]
     res = paired_tests({"direct_only": worst, "always_tool_visible": tool, "a": a, "b": b})
-    # always_tool_visible vs direct_only is the mirror of direct_only vs always_tool_visible: counted once
-    pairs = [(p, q) for p in res for q in res[p] if (p, q) != ("always_tool_visible", "direct_only")]
-    raw = {k: res[k[0]][k[1]]["p_family"] for k in pairs}
-    adj = {k: res[k[0]][k[1]]["p_holm"] for k in pairs}
-    assert len(raw) == 5
-    assert raw[("a", "direct_only")] == pytest.approx(2 / 64)
-    assert adj == dict(zip(raw, holm(list(raw.values()))))
-    assert adj[("a", "direct_only")] > raw[("a", "direct_only")]
-    assert res["a"]["direct_only"]["verdict"] == ("better" if adj[("a", "direct_only")] < 0.05 else "within noise")
+    pa, pb = res["a"]["direct_only"]["p_family"], res["b"]["direct_only"]["p_family"]
+    assert pa == pytest.approx(2 / 128) and pb == pytest.approx(1.0)
+    want_a, want_b = holm([pa, pb])
+    assert want_a == pytest.approx(2 * 2 / 128)
+    for base in ("direct_only", "always_tool_visible"):
+        assert res["a"][base]["p_holm"] == pytest.approx(want_a)
+        assert res["b"][base]["p_holm"] == pytest.approx(want_b)
+        assert res["a"][base]["holm_family_size"] == 2
+    assert res["a"]["direct_only"]["merged_with"] == ["a vs always_tool_visible"]
+    tie = res["always_tool_visible"]["direct_only"]
+    assert tie["p_holm"] == 1.0 and "holm_excluded" in tie
+    assert res["a"]["direct_only"]["verdict"] == "better"  # 0.031; Holm over all 5 would give 0.078
     assert res["b"]["direct_only"]["verdict"] == "within noise"  # one family differs
+
+
+def test_distinct_holm_merges_identical_and_negated_vectors_and_excludes_the_oracle():
+    from controller.stats import comparison_key, distinct_holm
+
+    fams = ["f1", "f1", "f2", "f3"]
+    k1 = comparison_key(fams, [1, 0, 1, -1])
+    k2 = comparison_key(fams, [0, 1, 1, -1])  # same per-family sums, different cases: the same test
+    k3 = comparison_key(fams, [-1, 0, -1, 1])  # the negation: a two-sided test gives the same p
+    k4 = comparison_key(fams, [1, 1, 1, 1])
+    assert k1 == k2 == k3 != k4 and comparison_key(fams, [0, 0, 0, 0]) == ()
+    p = [0.01, 0.01, 0.01, 0.02, 0.001, 1.0]
+    keys = [k1, k2, k3, k4, k4, ()]
+    excluded = [None, None, None, None, "oracle", None]
+    adj, merged = distinct_holm(keys, p, excluded)
+    # two distinct tests (k1, k4): Holm gives 0.02 and 0.02; the oracle keeps its own p; the tie 1.0
+    assert adj == pytest.approx([0.02, 0.02, 0.02, 0.02, 0.001, 1.0])
+    assert merged == [[0, 1, 2]]
 
 
 def test_a_pair_compared_both_ways_is_one_holm_comparison():

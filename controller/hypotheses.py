@@ -1,0 +1,278 @@
+"""Pre-registered hypotheses: a study file names the claims (and the cost unit) before a run.
+
+A study file (``--study FILE``, TOML or JSON) holds ``name``, ``cost_unit``, ``alpha`` and a list
+``hypotheses``, each with ``name``, ``primary`` (bool), ``kind`` (the statistic), ``policies``,
+``unit`` (a cost unit; default the study's), ``split`` (``test``, ``dev`` or ``cv_pooled``),
+optional ``margin`` (non-inferiority margin in accuracy, default 0) and ``description``.
+
+Kinds (every test is the family-level sign-flip test of ``stats`` on per-case differences summed
+per family; estimates are per-case means with a family-bootstrap interval):
+
+* ``accuracy_diff`` [a, b]: right_a - right_b. Verdict ``better`` / ``worse`` / ``within noise``.
+* ``cost_saving`` [a, b]: cost_b - cost_a in ``unit`` (positive: a is cheaper).
+  Verdict ``cheaper`` / ``costlier`` / ``within noise``.
+* ``cheaper_no_loss`` [a, b]: the cost test above, and a non-inferiority condition on accuracy
+  (the family-bootstrap interval of right_a - right_b stays above -margin). Verdict ``supported``
+  only when both hold, else ``not supported`` with the reason.
+* ``beats_random_mix`` [learner, a, b] (or [learner]: the fixed-policy hull's pair at the
+  learner's cost): right_L - ((1 - w) right_a + w right_b), w matching the mix's expected cost
+  to the learner's in ``unit`` (``routing``). Verdict ``better`` / ``worse`` / ``within noise``.
+
+Holm runs over distinct tests only, primaries and secondaries as two families: hypotheses whose
+per-family difference vectors are identical (or negated) are one test (``merged_with``); a
+hypothesis that involves the hindsight oracle, or whose policies have identical outcome vectors
+(a tie by construction, e.g. ``visible_disagree_rule`` == ``always_tool_visible`` when programs
+never equal the direct answer), is reported with the reason and left out of the count.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from .routing import UNITS, case_vectors, hull_value, mix_weight, point, upper_hull
+from .stats import (ALPHA, EXCLUDE_ORACLE, ORACLE, comparison_key, distinct_holm, family_bootstrap,
+                    family_sign_flip_p)
+
+KINDS = {"accuracy_diff": 2, "cost_saving": 2, "cheaper_no_loss": 2, "beats_random_mix": (1, 3)}
+SPLITS = ("test", "dev", "cv_pooled")
+EXCLUDE_SAME = "identical outcome vectors (right and cost on every case): a tie by construction"
+
+
+class StudyError(ValueError):
+    """A study file that cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    name: str
+    primary: bool
+    kind: str
+    policies: tuple[str, ...]
+    unit: str = "generations"
+    split: str = "cv_pooled"
+    margin: float = 0.0
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    cost_unit: str = "generations"
+    alpha: float = ALPHA
+    hypotheses: tuple[Hypothesis, ...] = field(default_factory=tuple)
+    source: str = "built-in default"
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def parse_study(raw: Mapping, source: str, known_policies: Sequence[str] | None = None) -> Study:
+    """Validate a decoded study; every problem raises ``StudyError`` naming ``source``."""
+    def bad(msg):
+        return StudyError(f"{source}: {msg}")
+
+    if not isinstance(raw, Mapping):
+        raise bad("the top level must be a table/object")
+    unit = raw.get("cost_unit", "generations")
+    if unit not in UNITS:
+        raise bad(f"cost_unit {unit!r} is not one of {', '.join(UNITS)}")
+    alpha = raw.get("alpha", ALPHA)
+    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise bad(f"alpha must be a number in (0, 1), got {alpha!r}")
+    items = raw.get("hypotheses")
+    if not isinstance(items, list) or not items:
+        raise bad("needs a non-empty list 'hypotheses'")
+    hyps, names = [], set()
+    for i, h in enumerate(items):
+        if not isinstance(h, Mapping):
+            raise bad(f"hypotheses[{i}] is not a table/object")
+        name = h.get("name")
+        if not isinstance(name, str) or not name or name in names:
+            raise bad(f"hypotheses[{i}]: 'name' must be a unique non-empty string, got {name!r}")
+        names.add(name)
+        kind = h.get("kind")
+        if kind not in KINDS:
+            raise bad(f"hypothesis {name!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
+        pols = h.get("policies")
+        want = KINDS[kind]
+        if (not isinstance(pols, list) or not all(isinstance(p, str) for p in pols)
+                or len(pols) not in (want if isinstance(want, tuple) else (want,))):
+            raise bad(f"hypothesis {name!r}: kind {kind} takes {want} policy names, got {pols!r}")
+        if len(set(pols)) != len(pols):
+            raise bad(f"hypothesis {name!r}: a policy is compared with itself ({pols!r})")
+        unknown = [p for p in pols if known_policies is not None and p not in known_policies]
+        if unknown:
+            raise bad(f"hypothesis {name!r}: unknown policy {unknown[0]!r}")
+        hunit, split = h.get("unit", unit), h.get("split", "cv_pooled")
+        if hunit not in UNITS:
+            raise bad(f"hypothesis {name!r}: unit {hunit!r} is not one of {', '.join(UNITS)}")
+        if split not in SPLITS:
+            raise bad(f"hypothesis {name!r}: split {split!r} is not one of {', '.join(SPLITS)}")
+        primary = h.get("primary", False)
+        margin = h.get("margin", 0.0)
+        if not isinstance(primary, bool) or not isinstance(margin, (int, float)) or margin < 0:
+            raise bad(f"hypothesis {name!r}: 'primary' must be true/false and 'margin' a number >= 0")
+        hyps.append(Hypothesis(name, primary, kind, tuple(pols), hunit, split, float(margin),
+                               str(h.get("description", ""))))
+    if not any(h.primary for h in hyps):
+        raise bad("no hypothesis is marked primary = true")
+    return Study(str(raw.get("name", Path(source).stem)), unit, float(alpha), tuple(hyps), source)
+
+
+def load_study(path: str, known_policies: Sequence[str] | None = None) -> Study:
+    """Read a ``.toml`` (tomllib) or ``.json`` study file."""
+    p = Path(path)
+    try:
+        text = p.read_bytes()
+    except OSError as err:
+        raise StudyError(f"{path}: cannot read ({err.strerror or err})") from None
+    try:
+        if p.suffix.lower() == ".toml":
+            import tomllib
+
+            raw = tomllib.loads(text.decode("utf-8"))
+        else:
+            raw = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise StudyError(f"{path}: not valid {'TOML' if p.suffix.lower() == '.toml' else 'JSON'} "
+                         f"({str(err).splitlines()[0]})") from None
+    return parse_study(raw, str(path), known_policies)
+
+
+def default_study(cost_unit: str = "generations", split: str = "cv_pooled") -> Study:
+    """Used when no ``--study`` is given (the report says it was not pre-registered)."""
+    raw = {"name": "default", "cost_unit": cost_unit, "hypotheses": [
+        {"name": "rule_cheaper_than_always_tool", "primary": True, "kind": "cheaper_no_loss",
+         "policies": ["learned_rule", "always_tool_visible"], "split": split},
+        {"name": "rule_beats_random_mix", "primary": True, "kind": "beats_random_mix",
+         "policies": ["learned_rule", "always_tool_visible", "direct_only"], "split": split},
+        {"name": "tools_beat_direct", "primary": False, "kind": "accuracy_diff",
+         "policies": ["always_tool_visible", "direct_only"], "split": split}]}
+    return parse_study(raw, "built-in default")
+
+
+# ----------------------------------------------------------------------------- one statistic
+
+
+def _shared(vecs: Sequence[Mapping]) -> list[str]:
+    ids = set(vecs[0])
+    for v in vecs[1:]:
+        ids &= set(v)
+    return sorted(ids)
+
+
+def statistic(h: Hypothesis, by_policy: Mapping[str, Sequence[Mapping]], direct_tokens: Mapping[str, int],
+              fixed: Sequence[str] = (), seed: int = 0) -> dict:
+    """Per-case differences, per-family test and estimate of one hypothesis on its split's outcomes."""
+    missing = [p for p in h.policies if p not in by_policy]
+    if missing:
+        return {"skipped": f"policy {missing[0]} was not run on {h.split}"}
+    vecs = {p: case_vectors(by_policy[p], h.unit, direct_tokens) for p in h.policies}
+    extra: dict = {}
+    pols = list(h.policies)
+    if h.kind == "beats_random_mix":
+        allv = {p: case_vectors(by_policy[p], h.unit, direct_tokens) for p in fixed if p in by_policy}
+        vecs.update(allv)
+        pts = {p: point(v, n_resamples=200) for p, v in vecs.items()}
+        me = pts[pols[0]]["cost"]
+        if len(pols) == 1:
+            hv = hull_value(upper_hull([(pts[p]["cost"], pts[p]["accuracy"], p) for p in allv]), me)
+            if hv is None:
+                return {"skipped": "the learner costs less than every fixed policy: no mix matches it"}
+            pols += [hv[1], hv[2]]
+        a, b = sorted(pols[1:], key=lambda p: pts[p]["cost"])
+        w = mix_weight(me, pts[a]["cost"], pts[b]["cost"])
+        if w is None:
+            return {"skipped": f"{pols[0]}'s cost {me:.3f} is outside [{a}, {b}]'s range: no matched mix"}
+        extra = {"mix": [a, b], "w": w}
+    ids = _shared([vecs[p] for p in pols])
+    if not ids:
+        return {"skipped": f"no scored case shared by {', '.join(pols)} on {h.split}"}
+    fams = [vecs[pols[0]][i][2] for i in ids]
+    acc_d = [float(vecs[pols[0]][i][0]) - float(vecs[pols[1]][i][0]) for i in ids] if len(pols) >= 2 else None
+    if h.kind == "accuracy_diff":
+        d = acc_d
+    elif h.kind in ("cost_saving", "cheaper_no_loss"):
+        d = [vecs[pols[1]][i][1] - vecs[pols[0]][i][1] for i in ids]
+    else:
+        a, b, w = extra["mix"][0], extra["mix"][1], extra["w"]
+        mix = [(1 - w) * vecs[a][i][0] + w * vecs[b][i][0] for i in ids]
+        d = [float(vecs[pols[0]][i][0]) - m for i, m in zip(ids, mix)]
+        extra.update(learner_exact=int(sum(vecs[pols[0]][i][0] for i in ids)), mix_expected_exact=float(sum(mix)))
+    same = all(vecs[p][i][:2] == vecs[h.policies[0]][i][:2] for p in h.policies[1:] for i in ids)
+    out = {"n": len(ids), "n_families": len(set(fams)), "estimate": sum(d) / len(d),
+           "interval": family_bootstrap(fams, d, seed=seed), "p_family": family_sign_flip_p(fams, d, seed=seed),
+           "key": (("accuracy" if h.kind in ("accuracy_diff", "beats_random_mix") else f"cost:{h.unit}"),
+                   comparison_key(fams, d)),
+           "identical": same and len(h.policies) > 1, "families": fams, "diffs": d, **extra}
+    if h.kind == "cheaper_no_loss":
+        out["accuracy_diff"] = sum(acc_d) / len(acc_d)
+        out["accuracy_interval"] = family_bootstrap(fams, acc_d, seed=seed)
+    return out
+
+
+def _verdict(h: Hypothesis, s: Mapping, p: float, alpha: float) -> str:
+    if s.get("skipped"):
+        return "not run"
+    sig = p < alpha and s["estimate"] != 0
+    if h.kind == "cheaper_no_loss":
+        lo = (s.get("accuracy_interval") or [0.0])[0]
+        if not (sig and s["estimate"] > 0):
+            return "not supported (no significant saving)"
+        if lo < -h.margin - 1e-12:
+            return f"not supported (an accuracy loss above the margin {h.margin:g} is not excluded)"
+        return "supported"
+    if not sig:
+        return "within noise"
+    if h.kind == "cost_saving":
+        return "cheaper" if s["estimate"] > 0 else "costlier"
+    return "better" if s["estimate"] > 0 else "worse"
+
+
+# ----------------------------------------------------------------------------- the study
+
+
+def evaluate_study(study: Study, outcomes_by_split: Mapping[str, Mapping[str, Sequence[Mapping]]],
+                   direct_tokens: Mapping[str, int] | None = None, fixed: Sequence[str] = (),
+                   seed: int = 0) -> list[dict]:
+    """``hypotheses`` summary key: primaries first, each with p_family, p_holm (distinct tests,
+    primaries and secondaries as separate Holm families) and verdict."""
+    stats = []
+    for h in study.hypotheses:
+        by_policy = outcomes_by_split.get(h.split)
+        s = ({"skipped": f"split {h.split} was not run (cv_pooled needs --cv-folds)"} if by_policy is None
+             else statistic(h, by_policy, direct_tokens or {}, fixed, seed))
+        stats.append(s)
+    rows: list[dict] = [{}] * len(stats)
+    for primary in (True, False):
+        idx = [i for i, h in enumerate(study.hypotheses) if h.primary == primary]
+        why = []
+        for i in idx:
+            h, s = study.hypotheses[i], stats[i]
+            why.append("not run: " + s["skipped"] if s.get("skipped") else EXCLUDE_ORACLE if ORACLE in h.policies
+                       else EXCLUDE_SAME if s["identical"] else None)
+        keys = [stats[i].get("key", ("skipped", ())) for i in idx]
+        adj, merged = distinct_holm(keys, [stats[i].get("p_family", 1.0) for i in idx], why)
+        merged_with = {idx[k]: [study.hypotheses[idx[j]].name for j in g if j != k] for g in merged for k in g}
+        size = len({k for k, w in zip(keys, why) if w is None and k[1]})
+        for k, i in enumerate(idx):
+            h, s = study.hypotheses[i], stats[i]
+            row = {"name": h.name, "primary": h.primary, "statistic": h.kind, "policies": list(h.policies),
+                   "unit": h.unit, "split": h.split, "description": h.description,
+                   "p_family": s.get("p_family"), "p_holm": None if s.get("skipped") else adj[k],
+                   "holm_family_size": size, "verdict": _verdict(h, s, adj[k], study.alpha)}
+            for f in ("estimate", "interval", "n", "n_families", "mix", "w", "learner_exact", "mix_expected_exact",
+                      "accuracy_diff", "accuracy_interval"):
+                if f in s:
+                    row[f] = s[f]
+            if why[k] is not None:
+                row["excluded"] = why[k]
+            if merged_with.get(i):
+                row["merged_with"] = merged_with[i]
+            if h.kind == "cheaper_no_loss":
+                row["margin"] = h.margin
+            row["_families"], row["_diffs"] = s.get("families"), s.get("diffs")  # for power; dropped by the caller
+            rows[i] = row
+    return sorted(rows, key=lambda r: not r["primary"])

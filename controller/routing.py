@@ -1,0 +1,276 @@
+"""Routing baselines and metrics in every cost unit: random mixing, the fixed-policy hull, APGR, CPT.
+
+A controller is a router between cheap and expensive behaviour, so it is judged the way routers
+are (RouteLLM, Ong et al. 2024), in each cost unit a run counts:
+
+* ``generations``: program rounds per case; ``tokens``: thousand completion tokens of program
+  rounds per case (the direct answer is drawn by every policy, so it is not tool cost);
+  ``work``: thousand search nodes (synth) or completion tokens (models) per case.
+  Every per-case mean is over *scored* cases only.
+* **Random mixing** of two fixed policies a (cheaper) and b: per case, run b with probability w,
+  else a. Its expected cost and accuracy are the straight line between the two points; at the
+  learner's cost, w = (cost_L - cost_a) / (cost_b - cost_a). The learner is tested against it
+  at the family level: per case d = right_L - ((1 - w) right_a + w right_b), summed per family,
+  sign-flip test (``stats.family_sign_flip_p``).
+* **Hull**: the upper concave frontier of the fixed policies' (cost, accuracy) points, i.e. the
+  best accuracy random mixing of any two fixed policies buys at each cost.
+* **PGR / APGR / CPT**: with the cheap reference W (``direct_only``) and the strong one S
+  (``always_tool_visible``), a point's cost share is x = (cost - cost_W) / (cost_S - cost_W)
+  and its performance gap recovered PGR = (acc - acc_W) / (acc_S - acc_W). APGR is the area
+  under PGR(x) over [0, 1] (trapezoids through the learner's lambda-sweep points, anchored at
+  W = (0, 0) and S = (1, 1): a deployer can always run W or S itself); the random router scores
+  0.5. CPT(p) is the smallest cost share at which the curve reaches PGR = p (linear between
+  points). Undefined (None) when acc_S == acc_W or cost_S == cost_W.
+* **Cost-gap recovered** = (cost_S - cost_L) / (cost_S - cost_oracle): the share of the saving
+  the hindsight oracle makes that the learner makes too (read with the accuracy difference).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .stats import family_bootstrap, family_sign_flip_p
+
+UNITS = ("generations", "tokens", "work")
+WEAK, STRONG, ORACLE = "direct_only", "always_tool_visible", "oracle_seq"
+
+
+# ----------------------------------------------------------------------------- per case
+
+
+def case_cost(outcome: Mapping, unit: str, direct_tokens: int = 0) -> float:
+    """One outcome's tool cost in ``unit`` (tokens and work in thousands)."""
+    if unit == "generations":
+        return float(outcome.get("program_generations", 0))
+    if unit == "tokens":
+        return (float(outcome.get("generated_tokens", 0)) - direct_tokens) / 1000.0
+    if unit == "work":
+        return float(outcome.get("work", 0)) / 1000.0
+    raise ValueError(f"unknown cost unit {unit!r} (use one of {', '.join(UNITS)})")
+
+
+def case_vectors(outcomes: Sequence[Mapping], unit: str, direct_tokens: Mapping[str, int] | None = None,
+                 split: str | None = None) -> dict[str, tuple[bool, float, str]]:
+    """``{case_id: (right, cost, family)}`` over the scored outcomes (of ``split`` when given)."""
+    dt = direct_tokens or {}
+    return {o["case_id"]: (bool(o["correct"]), case_cost(o, unit, dt.get(o["case_id"], 0)), str(o.get("family")))
+            for o in outcomes if o.get("correct") is not None and (split is None or o.get("split") == split)}
+
+
+def point(vec: Mapping[str, tuple], *, seed: int = 0, n_resamples: int = 1000) -> dict:
+    """Accuracy and mean cost over scored cases, each with a family-bootstrap interval."""
+    ids = sorted(vec)
+    fams = [vec[i][2] for i in ids]
+    right = [float(vec[i][0]) for i in ids]
+    cost = [vec[i][1] for i in ids]
+    n = len(ids)
+    return {"n": n, "exact": int(sum(right)), "n_families": len(set(fams)),
+            "accuracy": sum(right) / n if n else None, "cost": sum(cost) / n if n else None,
+            "accuracy_ci95_family": family_bootstrap(fams, right, seed=seed, n_resamples=n_resamples),
+            "cost_ci95_family": family_bootstrap(fams, cost, seed=seed, n_resamples=n_resamples)}
+
+
+# ----------------------------------------------------------------------------- mixing and hull
+
+
+def mix_weight(cost: float, cost_a: float, cost_b: float) -> float | None:
+    """Probability of running b so the mix of a and b costs ``cost`` (None when out of reach)."""
+    lo, hi = min(cost_a, cost_b), max(cost_a, cost_b)
+    if cost < lo - 1e-12 or cost > hi + 1e-12:
+        return None
+    if hi - lo < 1e-12:
+        return 0.0
+    return min(1.0, max(0.0, (cost - cost_a) / (cost_b - cost_a)))
+
+
+def upper_hull(points: Sequence[tuple[float, float, str]]) -> list[tuple[float, float, str]]:
+    """Upper concave frontier of (cost, accuracy, name) points, from the cheapest point to the
+    most accurate one (a point that costs more for no more accuracy is never on it)."""
+    pts = sorted(points, key=lambda p: (p[0], -p[1]))
+    hull: list[tuple[float, float, str]] = []
+    for p in pts:
+        if hull and p[0] == hull[-1][0]:
+            continue  # same cost, lower accuracy
+        while len(hull) >= 2:
+            (x1, y1, _), (x2, y2, _) = hull[-2], hull[-1]
+            if (x2 - x1) * (p[1] - y1) - (y2 - y1) * (p[0] - x1) >= 0:  # hull[-1] on or below the chord
+                hull.pop()
+            else:
+                break
+        hull.append(p)
+    best = max(range(len(hull)), key=lambda i: (hull[i][1], -hull[i][0])) if hull else -1
+    return hull[: best + 1]
+
+
+def hull_value(hull: Sequence[tuple[float, float, str]], cost: float) -> tuple[float, str, str, float] | None:
+    """(accuracy, a, b, w) of the hull's random mix at ``cost``; past its last vertex the most
+    accurate policy itself (w = 1 on it); below its cheapest vertex None."""
+    if not hull or cost < hull[0][0] - 1e-12:
+        return None
+    for (x1, y1, a), (x2, y2, b) in zip(hull, hull[1:]):
+        if cost <= x2 + 1e-12:
+            w = mix_weight(cost, x1, x2)
+            return y1 + w * (y2 - y1), a, b, w
+    x, y, name = hull[-1]
+    return y, name, name, 1.0
+
+
+def mix_test(learner: Mapping[str, tuple], a: Mapping[str, tuple], b: Mapping[str, tuple], w: float, *,
+             seed: int = 0) -> dict:
+    """The learner against random mixing of a and b (run b with probability w) on shared cases."""
+    ids = sorted(set(learner) & set(a) & set(b))
+    fams = [learner[i][2] for i in ids]
+    mix = [(1 - w) * a[i][0] + w * b[i][0] for i in ids]
+    d = [float(learner[i][0]) - m for i, m in zip(ids, mix)]
+    n = len(ids)
+    return {"w": w, "n": n, "n_families": len(set(fams)), "expected_exact": float(sum(mix)),
+            "expected_accuracy": sum(mix) / n if n else None, "learner_exact": int(sum(learner[i][0] for i in ids)),
+            "diff": sum(d) / n if n else None, "diff_ci95_family": family_bootstrap(fams, d, seed=seed),
+            "p_family": family_sign_flip_p(fams, d, seed=seed) if n else 1.0}
+
+
+# ----------------------------------------------------------------------------- router curves
+
+
+def pgr_curve(points: Sequence[tuple[float, float]], weak: tuple[float, float],
+              strong: tuple[float, float]) -> list[tuple[float, float]] | None:
+    """(cost share, PGR) of each (cost, accuracy) point, anchored at (0, 0) and (1, 1), sorted by
+    share; at equal shares the best PGR is kept. None when the references tie on cost or accuracy."""
+    (cw, aw), (cs, as_) = weak, strong
+    if abs(cs - cw) < 1e-12 or abs(as_ - aw) < 1e-12:
+        return None
+    best: dict[float, float] = {0.0: 0.0, 1.0: 1.0}
+    for c, a in points:
+        x = round(min(1.0, max(0.0, (c - cw) / (cs - cw))), 9)
+        y = (a - aw) / (as_ - aw)
+        best[x] = max(best.get(x, -np.inf), y)
+    return sorted(best.items())
+
+
+def apgr(curve: Sequence[tuple[float, float]] | None) -> float | None:
+    """Area under the PGR curve over cost share [0, 1] (trapezoids); 0.5 for the random router."""
+    if not curve:
+        return None
+    xs, ys = zip(*curve)
+    return float(sum((x2 - x1) * (y1 + y2) / 2 for x1, x2, y1, y2 in zip(xs, xs[1:], ys, ys[1:])))
+
+
+def cpt(curve: Sequence[tuple[float, float]] | None, target: float) -> float | None:
+    """Smallest cost share at which the (piecewise linear) curve reaches PGR ``target``."""
+    if not curve:
+        return None
+    if curve[0][1] >= target:
+        return float(curve[0][0])
+    for (x1, y1), (x2, y2) in zip(curve, curve[1:]):
+        if y2 >= target:
+            return float(x1 + (x2 - x1) * (target - y1) / (y2 - y1)) if y2 != y1 else float(x2)
+    return None
+
+
+def cost_gap_recovered(cost_strong: float, cost_learner: float, cost_oracle: float) -> float | None:
+    """(cost_S - cost_L) / (cost_S - cost_oracle); None when the oracle saves nothing."""
+    gap = cost_strong - cost_oracle
+    return None if abs(gap) < 1e-12 else (cost_strong - cost_learner) / gap
+
+
+# ----------------------------------------------------------------------------- the summary key
+
+
+def _frontier_points(front: Mapping, split: str, unit: str, direct_total: float) -> list[tuple[float, float]]:
+    """(cost per scored case in ``unit``, accuracy) of a learner's lambda sweep on ``split``."""
+    out = []
+    for p in front.get("points") or []:
+        n = p.get("n") or 0
+        if p.get("split", "test") != split or not n or p.get("accuracy") is None:
+            continue
+        if unit == "generations":
+            c = p["program_generations"] / n
+        elif unit == "work" and "work" in p:
+            c = p["work"] / 1000 / n
+        elif unit == "tokens" and "generated_tokens" in p:
+            c = (p["generated_tokens"] - direct_total) / 1000 / n
+        else:
+            continue
+        out.append((c, p["accuracy"]))
+    return out
+
+
+def learner_routing(name: str, vecs: Mapping[str, Mapping], pts: Mapping[str, dict], hull: list,
+                    fixed: Sequence[str], frontier: list[tuple[float, float]] | None, *, seed: int = 0) -> dict:
+    """One learner in one unit on one split: its point, every bracketing random mix with a
+    family-level test, the hull's mix, PGR/APGR/CPT and the cost-gap recovered."""
+    me = pts[name]
+    out: dict = {"cost": me["cost"], "accuracy": me["accuracy"], "exact": me["exact"], "mixes": []}
+    for i, a in enumerate(fixed):
+        for b in fixed[i + 1:]:
+            lo, hi = sorted((a, b), key=lambda p: pts[p]["cost"])
+            w = mix_weight(me["cost"], pts[lo]["cost"], pts[hi]["cost"])
+            if w is None or pts[lo]["cost"] == pts[hi]["cost"]:
+                continue
+            out["mixes"].append({"a": lo, "b": hi, **mix_test(vecs[name], vecs[lo], vecs[hi], w, seed=seed)})
+    hv = hull_value(hull, me["cost"])
+    if hv is not None:
+        acc, a, b, w = hv
+        out["hull"] = {"a": a, "b": b, "accuracy": acc, **mix_test(vecs[name], vecs[a], vecs[b], w, seed=seed)}
+    if WEAK in pts and STRONG in pts:
+        weak, strong = (pts[WEAK]["cost"], pts[WEAK]["accuracy"]), (pts[STRONG]["cost"], pts[STRONG]["accuracy"])
+        curve = pgr_curve([(me["cost"], me["accuracy"])], weak, strong)
+        out["pgr"] = None if curve is None else dict(curve).get(
+            round(min(1.0, max(0.0, (me["cost"] - weak[0]) / (strong[0] - weak[0]))), 9))
+        if frontier:
+            fc = pgr_curve(frontier, weak, strong)
+            span = strong[0] - weak[0]
+            out["frontier"] = {"points": [[round(x, 4), round(y, 4)] for x, y in fc] if fc else None,
+                               "cost_accuracy": [[c, a] for c, a in sorted(frontier)],
+                               "apgr": apgr(fc), "cpt50": cpt(fc, 0.5), "cpt80": cpt(fc, 0.8)}
+            for k in ("cpt50", "cpt80"):
+                v = out["frontier"][k]
+                out["frontier"][f"{k}_cost"] = None if v is None else weak[0] + v * span
+        if ORACLE in pts:
+            out["cost_gap_recovered"] = cost_gap_recovered(strong[0], me["cost"], pts[ORACLE]["cost"])
+            out["accuracy_diff_vs_strong"] = me["accuracy"] - strong[1]
+    return out
+
+
+def distinct_policies(names: Sequence[str], vecs: Mapping[str, Mapping]) -> tuple[list[str], dict[str, str]]:
+    """Drop policies whose (right, cost) on every case equals an earlier one's (e.g.
+    ``visible_disagree_rule`` == ``always_tool_visible`` when no program equals the direct answer):
+    one mixing line per distinct behaviour. Returns (kept, {dropped: the kept one it equals})."""
+    kept, same = [], {}
+    for p in names:
+        twin = next((q for q in kept if vecs[q] == vecs[p]), None)
+        if twin is None:
+            kept.append(p)
+        else:
+            same[p] = twin
+    return kept, same
+
+
+def routing_table(outcomes_by_split: Mapping[str, Mapping[str, Sequence[Mapping]]], fixed: Sequence[str],
+                  learners: Sequence[str], *, direct_tokens: Mapping[str, int] | None = None,
+                  frontier: Mapping | None = None, seed: int = 0) -> dict:
+    """``routing`` summary key: per split and unit, every policy's point (scored cases), the
+    fixed-policy hull, and per learner ``learner_routing``."""
+    dt = direct_tokens or {}
+    out: dict = {"weak": WEAK, "strong": STRONG, "units": list(UNITS), "random_router_apgr": 0.5}
+    for split, by_policy in outcomes_by_split.items():
+        out[split] = {}
+        for unit in UNITS:
+            vecs = {p: case_vectors(o, unit, dt) for p, o in by_policy.items()}
+            vecs = {p: v for p, v in vecs.items() if v}
+            if not vecs:
+                continue
+            pts = {p: point(v, seed=seed) for p, v in vecs.items()}
+            fx, same = distinct_policies([p for p in fixed if p in pts], vecs)
+            hull = upper_hull([(pts[p]["cost"], pts[p]["accuracy"], p) for p in fx])
+            ids = set().union(*(vecs[p] for p in fx)) if fx else set()
+            direct_total = float(sum(dt.get(i, 0) for i in ids))
+            block = {"points": pts, "hull": [{"policy": n, "cost": c, "accuracy": a} for c, a, n in hull],
+                     "same_as": same, "learners": {}}
+            for name in learners:
+                if name in pts:
+                    front = _frontier_points((frontier or {}).get(name) or {}, split, unit, direct_total)
+                    block["learners"][name] = learner_routing(name, vecs, pts, hull, fx, front or None, seed=seed)
+            out[split][unit] = block
+    return out

@@ -1,0 +1,74 @@
+"""The reviewer-grade study keys of the summary: ``headroom``, ``routing``, ``hypotheses``, ``power``.
+
+``study_sections`` is the one call ``experiment.run_experiment`` makes after every policy has been
+simulated (and cross-validated): headroom from the traces, routing baselines and metrics for the
+dev, test and pooled-CV outcomes in every cost unit, the pre-registered hypotheses of the study
+file (or the built-in default, marked as such) with their family-level tests, and the minimum
+detectable effect of every primary test.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from .headroom import headroom_table
+from .hypotheses import Study, default_study, evaluate_study, load_study
+from .policies import FIXED_POLICIES, TREE_POLICIES
+from .power import min_detectable_effect
+from .routing import ORACLE, routing_table
+
+
+def outcome_splits(outcomes: Mapping[str, Sequence[Mapping]], cv_pooled: Mapping | None) -> dict:
+    """``{split: {policy: outcomes}}`` for dev, test and (with CV) cv_pooled."""
+    out = {s: {p: [o for o in outs if o.get("split") == s] for p, outs in outcomes.items()} for s in ("dev", "test")}
+    if cv_pooled:
+        out["cv_pooled"] = dict(cv_pooled)
+    return out
+
+
+def roles(outcomes: Mapping) -> tuple[list[str], list[str]]:
+    """(fixed policies, learned controllers) among the policies that ran; the oracle and shuffled
+    controls are neither."""
+    fixed = [p for p in (*FIXED_POLICIES, *TREE_POLICIES) if p in outcomes]
+    learners = [p for p in outcomes if p not in fixed and p != ORACLE and "shuffled" not in p]
+    return fixed, learners
+
+
+def power_rows(hypotheses: list[dict], routing: Mapping, alpha: float, seed: int) -> list[dict]:
+    """The MDE of every primary test, in its own unit (accuracy share or cost per case)."""
+    out = []
+    for h in hypotheses:
+        fams, diffs = h.pop("_families", None), h.pop("_diffs", None)
+        if not h["primary"] or not fams:
+            continue
+        if h["statistic"] in ("cost_saving", "cheaper_no_loss"):
+            pts = ((routing.get(h["split"]) or {}).get(h["unit"]) or {}).get("points") or {}
+            scale = max([pts[p]["cost"] for p in h["policies"] if p in pts] + [1e-9])
+            effect_unit = f"{h['unit']} per case"
+        else:
+            scale, effect_unit = 0.5, "accuracy (share of cases)"
+        mde = min_detectable_effect(fams, diffs, alpha=alpha, scale=scale, seed=seed)
+        out.append({"hypothesis": h["name"], "effect_unit": effect_unit, **mde})
+    for h in hypotheses:
+        h.pop("_families", None), h.pop("_diffs", None)
+    return out
+
+
+def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[Mapping]], summary: Mapping,
+                   *, study: str | Study | None = None, cost: str = "generations", seed: int = 0) -> dict:
+    cv = summary.get("cv") or {}
+    by_split = outcome_splits(outcomes, cv.get("pooled_outcomes"))
+    fixed, learners = roles(outcomes)
+    direct_tokens = {r["case_id"]: int(r["direct"].get("completion_tokens", 0)) for r in records}
+    routing = routing_table(by_split, fixed, learners, direct_tokens=direct_tokens, frontier=summary.get("frontier"),
+                            seed=seed)
+    if study is None:
+        st = default_study(cost, "cv_pooled" if "cv_pooled" in by_split else "test")
+    else:
+        st = load_study(study) if isinstance(study, str) else study
+    hyps = evaluate_study(st, by_split, direct_tokens, fixed, seed)
+    return {"headroom": headroom_table(records, summary.get("policy_results"), cv.get("pooled")),
+            "routing": routing,
+            "study": {"name": st.name, "source": st.source, "cost_unit": st.cost_unit, "alpha": st.alpha,
+                      "pre_registered": study is not None},
+            "power": power_rows(hyps, routing, st.alpha, seed),
+            "hypotheses": hyps}

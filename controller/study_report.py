@@ -1,0 +1,156 @@
+"""The report's opening sections: headroom, pre-registered hypotheses, power, routing.
+
+Each function takes a ``final_summary.json``-shaped dict and returns markdown lines (none when its
+key is missing), so ``report.render_report`` opens with what the data can answer before any
+learned result.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from .headroom import CELL_TEXT, CELLS
+
+UNIT_TEXT = {"generations": "program generations", "tokens": "thousand completion tokens (program rounds)",
+             "work": "thousand work units (search nodes for synth, completion tokens for models)"}
+
+
+def _f(x, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _p(p) -> str:
+    return "n/a" if p is None else ("< 0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def _ci(ci, digits: int = 3) -> str:
+    return "" if not ci else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def _table(headers: list[str], rows: list[list]) -> list[str]:
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + [
+        "| " + " | ".join(str(c) for c in r) + " |" for r in rows] + [""]
+
+
+def headroom_md(s: Mapping) -> list[str]:
+    h = s.get("headroom")
+    if not h:
+        return []
+    cells = h.get("cells") or {}
+    k = max((c.get("k", 1) for c in cells.values()), default=1)
+    heads = ["Split", "Scored", "Families"] + [CELL_TEXT[c] for c in CELLS]
+    if k > 1:
+        heads.append("passing sample right, commit wrong")
+    heads.append("oracle - always-tool (exact; pooled: CV)")
+    rows = []
+    for split in ("train", "dev", "test", "pooled"):
+        c = cells.get(split)
+        if not c:
+            continue
+        gaps = h.get("gap") or {}
+        gap = gaps.get(split) or (gaps.get("cv_pooled") if split == "pooled" else None)
+        row = [split, c["n"], c["families"]] + [c[x] for x in CELLS]
+        if k > 1:
+            row.append(c["passing_right_commit_wrong"])
+        row.append("n/a" if gap is None else gap["accuracy_gap"])
+        rows.append(row)
+    cvg = (h.get("gap") or {}).get("cv_pooled")
+    out = ["## What the data can answer (headroom)", ""] + [f"- {q}" for q in h.get("questions", [])] + [""]
+    out += ["Outcome cells over scored cases, every recorded program revealed and committed by the fixed "
+            "commit rule (computed before any learning):", ""] + _table(heads, rows)
+    if cvg:
+        out += [f"Pooled cross-validation: hindsight oracle {cvg['oracle_exact']} vs always-tool "
+                f"{cvg['best_fixed_exact']} exact; the oracle spends {cvg['oracle_generations']} program generations, "
+                f"always-tool {cvg['best_fixed_generations']}.", ""]
+    return out
+
+
+def hypotheses_md(s: Mapping) -> list[str]:
+    hyps = s.get("hypotheses")
+    if not hyps:
+        return []
+    st = s.get("study") or {}
+    reg = ("pre-registered in `" + str(st.get("source")) + "`" if st.get("pre_registered")
+           else "the built-in default study (no `--study` file: not pre-registered for this run)")
+    out = ["## Pre-registered hypotheses", "",
+           f"Study `{st.get('name', 'n/a')}`, {reg}; cost unit: {st.get('cost_unit', 'n/a')}; alpha "
+           f"{st.get('alpha', 0.05)}. Primaries are tested first. Every test is a family-level sign-flip "
+           "test on per-case differences summed per family; Holm runs over distinct tests only, primaries "
+           "and secondaries as separate families (identical per-family difference vectors are one test; the "
+           "oracle and ties by construction are left out, with the reason).", ""]
+    rows = []
+    for h in hyps:
+        note = "; ".join(x for x in (h.get("excluded", ""), ("same test as " + ", ".join(h["merged_with"]))
+                                     if h.get("merged_with") else "") if x)
+        est = h.get("estimate")
+        if h["statistic"] == "cheaper_no_loss" and est is not None:
+            est_txt = (f"saves {_f(est)} {h['unit']}/case {_ci(h.get('interval'))}; accuracy "
+                       f"{_f(h.get('accuracy_diff'))} {_ci(h.get('accuracy_interval'))}")
+        elif h["statistic"] == "beats_random_mix" and est is not None:
+            est_txt = (f"{h.get('learner_exact')} vs {_f(h.get('mix_expected_exact'), 1)} expected "
+                       f"({' + '.join(h.get('mix', []))}, w={_f(h.get('w'), 2)}); {_f(est)} {_ci(h.get('interval'))}")
+        else:
+            est_txt = f"{_f(est)} {_ci(h.get('interval'))}"
+        rows.append([f"`{h['name']}`", "primary" if h["primary"] else "secondary", h["statistic"],
+                     ", ".join(f"`{p}`" for p in h["policies"]), h["split"], h["unit"], h.get("n_families", "n/a"),
+                     est_txt, _p(h.get("p_family")), _p(h.get("p_holm")), h["verdict"], note])
+    return out + _table(["Hypothesis", "Role", "Statistic", "Policies", "Split", "Unit", "Families", "Estimate [95% CI]",
+                         "p (family)", "p (Holm)", "Verdict", "Notes"], rows)
+
+
+def power_md(s: Mapping) -> list[str]:
+    rows = []
+    for p in s.get("power") or []:
+        mde = p.get("mde")
+        rows.append([f"`{p['hypothesis']}`", p["n_families"], p["effect_unit"],
+                     "not detectable" if mde is None else _f(mde), _f(p.get("observed_effect")),
+                     _f(p.get("power_at_observed"), 2), f"{p['min_attainable_p']:.2g}", p.get("note", "")])
+    if not rows:
+        return []
+    return ["## Power of the primary tests", "",
+            "Minimum detectable effect (per case) of each primary test with the families at hand, at 80% power "
+            "and the test's alpha, by simulation: families resampled with their observed spread around the "
+            "mean, random signs (the null), plus an effect per case; the same sign-flip test. A null result "
+            "rules out only effects at least this large.", ""] + _table(
+        ["Hypothesis", "Families", "Effect unit", "MDE (80% power)", "Observed", "Power at observed",
+         "Smallest attainable p", "Note"], rows)
+
+
+def routing_md(s: Mapping) -> list[str]:
+    r = s.get("routing")
+    if not r:
+        return []
+    rows = []
+    for split in ("test", "cv_pooled", "dev"):
+        for unit, block in (r.get(split) or {}).items():
+            for name, L in (block.get("learners") or {}).items():
+                hull = L.get("hull") or {}
+                td = next((m for m in L.get("mixes", []) if {m["a"], m["b"]} == {r["weak"], r["strong"]}), None)
+                fr = L.get("frontier") or {}
+                rows.append([split, unit, f"`{name}`", _f(L["cost"]), _f(L["accuracy"]),
+                             "n/a" if not td else f"{_f(td['expected_exact'], 1)} (p {_p(td['p_family'])})",
+                             "n/a" if not hull else f"{'+'.join(dict.fromkeys((hull['a'], hull['b'])))}: {_f(hull['expected_exact'], 1)} "
+                                                    f"(p {_p(hull['p_family'])})",
+                             L["exact"], _f(fr.get("apgr")), _f(fr.get("cpt50")), _f(fr.get("cpt80")),
+                             _f(L.get("cost_gap_recovered"))])
+    if not rows:
+        return []
+    hull_txt = []
+    for split in ("test", "cv_pooled"):
+        for unit, block in (r.get(split) or {}).items():
+            hull_txt.append(f"{split}/{unit}: " + " -> ".join(f"`{h['policy']}` ({_f(h['cost'], 2)}, "
+                                                              f"{_f(h['accuracy'])})" for h in block.get("hull", [])))
+    return ["## Routing baselines (every cost unit)", "",
+            f"Per scored case. Random mixing runs the stronger of two fixed policies with probability w chosen so "
+            f"its expected cost equals the learner's; the learner is tested against it at the family level "
+            f"(sign-flip). The hull is the best such mix of any two fixed policies. APGR: area under the "
+            f"performance-gap-recovered curve of the learner's lambda sweep between `{r['weak']}` and "
+            f"`{r['strong']}` (random router {r['random_router_apgr']}); CPT(50%/80%): share of the strong "
+            "reference's extra cost needed to recover 50%/80% of the gap; cost-gap recovered: (always-tool cost "
+            "- learner cost) / (always-tool cost - oracle cost). Units: "
+            + "; ".join(f"{k}: {v}" for k, v in UNIT_TEXT.items()) + ".", ""] + _table(
+        ["Split", "Unit", "Learner", "Cost", "Accuracy", f"Mix {r['weak']}+{r['strong']} expected exact (p)",
+         "Hull mix expected exact (p)", "Learner exact", "APGR", "CPT(50%)", "CPT(80%)", "Cost-gap recovered"],
+        rows) + ["Fixed-policy hull (cost, accuracy): " + "; ".join(hull_txt), ""]
+
+
+STUDY_SECTIONS = (headroom_md, hypotheses_md, power_md, routing_md)

@@ -1,0 +1,140 @@
+"""Study files and pre-registered hypotheses: loading, hostile input, known p-values, the Holm merge."""
+import json
+
+import pytest
+
+from controller.hypotheses import StudyError, evaluate_study, load_study, parse_study
+
+POLS = ("direct_only", "always_tool_visible", "visible_disagree_rule", "write_once", "learned_rule", "oracle_seq")
+
+
+def _o(policy, i, right, gens, fam=None):
+    return {"policy": policy, "split": "test", "case_id": f"c{i}", "family": fam or f"f{i}", "correct": right,
+            "program_generations": gens, "generated_tokens": 100 * gens, "work": 1000 * gens}
+
+
+def _outcomes(n=7):
+    """n families of one case: tools right everywhere, direct never; the rule right everywhere at
+    half the cost on odd cases; the disagree rule identical to always-tool."""
+    return {"direct_only": [_o("direct_only", i, False, 0) for i in range(n)],
+            "always_tool_visible": [_o("always_tool_visible", i, True, 2) for i in range(n)],
+            "visible_disagree_rule": [_o("visible_disagree_rule", i, True, 2) for i in range(n)],
+            "write_once": [_o("write_once", i, i % 2 == 0, 1) for i in range(n)],
+            "learned_rule": [_o("learned_rule", i, True, 1) for i in range(n)],
+            "oracle_seq": [_o("oracle_seq", i, True, 1) for i in range(n)]}
+
+
+def _study(hyps, **kw):
+    return parse_study({"name": "t", "cost_unit": "generations", "hypotheses": hyps, **kw}, "t.toml", POLS)
+
+
+def test_toml_and_json_files_load_and_the_committed_study_is_valid(tmp_path):
+    from controller.experiment import POLICY_NAMES
+
+    st = load_study("studies/foofah.toml", POLICY_NAMES)
+    assert st.cost_unit == "generations" and any(h.primary for h in st.hypotheses)
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps({"hypotheses": [{"name": "a", "primary": True, "kind": "accuracy_diff",
+                                             "policies": ["learned_rule", "direct_only"], "split": "test"}]}))
+    assert load_study(str(p)).hypotheses[0].split == "test"
+
+
+@pytest.mark.parametrize("raw, words", [
+    ({"hypotheses": []}, "non-empty list"),
+    ({"hypotheses": [{"name": "a", "kind": "accuracy_diff", "policies": ["learned_rule", "direct_only"]}]},
+     "no hypothesis is marked primary"),
+    ({"hypotheses": [{"name": "a", "primary": True, "kind": "magic", "policies": ["learned_rule", "direct_only"]}]},
+     "kind 'magic'"),
+    ({"hypotheses": [{"name": "a", "primary": True, "kind": "accuracy_diff", "policies": ["learned_rule"]}]},
+     "takes 2 policy names"),
+    ({"hypotheses": [{"name": "a", "primary": True, "kind": "accuracy_diff", "policies": ["nope", "direct_only"]}]},
+     "unknown policy 'nope'"),
+    ({"hypotheses": [{"name": "a", "primary": True, "kind": "accuracy_diff", "split": "train",
+                      "policies": ["learned_rule", "direct_only"]}]}, "split 'train'"),
+    ({"cost_unit": "dollars", "hypotheses": [{}]}, "cost_unit 'dollars'"),
+    ({"alpha": 2, "hypotheses": [{}]}, "alpha"),
+])
+def test_bad_study_is_one_line_naming_the_file(raw, words):
+    with pytest.raises(StudyError) as e:
+        parse_study(raw, "bad.toml", POLS)
+    assert str(e.value).startswith("bad.toml: ") and words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_unreadable_and_malformed_files(tmp_path):
+    with pytest.raises(StudyError, match="cannot read"):
+        load_study(str(tmp_path / "missing.toml"))
+    bad = tmp_path / "x.toml"
+    bad.write_text("name = [unclosed")
+    with pytest.raises(StudyError, match="not valid TOML"):
+        load_study(str(bad))
+
+
+def test_known_p_values_verdicts_and_primaries_first():
+    st = _study([
+        {"name": "tools", "kind": "accuracy_diff", "policies": ["always_tool_visible", "direct_only"], "split": "test"},
+        {"name": "cheaper", "primary": True, "kind": "cheaper_no_loss",
+         "policies": ["learned_rule", "always_tool_visible"], "split": "test"},
+    ])
+    rows = evaluate_study(st, {"test": _outcomes()})
+    assert [r["name"] for r in rows] == ["cheaper", "tools"]  # primaries first
+    cheaper, tools = rows
+    # 7 families each saving 1 generation: exact sign-flip p = 2 / 2^7; one primary, so Holm leaves it
+    assert cheaper["p_family"] == pytest.approx(2 / 128) and cheaper["p_holm"] == pytest.approx(2 / 128)
+    assert cheaper["estimate"] == pytest.approx(1.0) and cheaper["accuracy_diff"] == 0
+    assert cheaper["verdict"] == "supported"
+    assert tools["verdict"] == "better" and tools["estimate"] == pytest.approx(1.0)
+
+
+def test_cheaper_but_less_accurate_is_not_supported():
+    outs = _outcomes()
+    outs["learned_rule"] = [_o("learned_rule", i, i != 0, 1) for i in range(7)]  # loses one case of 7
+    st = _study([{"name": "c", "primary": True, "kind": "cheaper_no_loss", "margin": 0.02,
+                  "policies": ["learned_rule", "always_tool_visible"], "split": "test"}])
+    (row,) = evaluate_study(st, {"test": outs})
+    assert row["p_holm"] < 0.05 and row["verdict"].startswith("not supported (an accuracy loss")
+
+
+def test_holm_merges_identical_comparisons_and_leaves_out_ties_and_the_oracle():
+    st = _study([
+        {"name": "h1", "primary": True, "kind": "accuracy_diff", "policies": ["always_tool_visible", "direct_only"],
+         "split": "test"},
+        # visible_disagree_rule == always_tool_visible on every case: the same test as h1
+        {"name": "h2", "primary": True, "kind": "accuracy_diff", "policies": ["visible_disagree_rule", "direct_only"],
+         "split": "test"},
+        {"name": "h3", "primary": True, "kind": "accuracy_diff", "policies": ["write_once", "direct_only"],
+         "split": "test"},
+        {"name": "tie", "primary": True, "kind": "accuracy_diff",
+         "policies": ["visible_disagree_rule", "always_tool_visible"], "split": "test"},
+        {"name": "ceiling", "primary": True, "kind": "accuracy_diff", "policies": ["oracle_seq", "direct_only"],
+         "split": "test"},
+    ])
+    rows = {r["name"]: r for r in evaluate_study(st, {"test": _outcomes()})}
+    p1, p3 = rows["h1"]["p_family"], rows["h3"]["p_family"]
+    assert p1 == pytest.approx(2 / 128) and p3 == pytest.approx(2 / 16)  # h3: 4 families (even cases) differ
+    # two distinct tests (h1 = h2, h3): Holm multiplies the smaller p by 2 (not by 5)
+    assert rows["h1"]["holm_family_size"] == 2
+    assert rows["h1"]["p_holm"] == pytest.approx(2 * 2 / 128) == rows["h2"]["p_holm"]
+    assert rows["h1"]["merged_with"] == ["h2"] and rows["h2"]["merged_with"] == ["h1"]
+    assert rows["h3"]["p_holm"] == pytest.approx(2 / 16)
+    assert "tie by construction" in rows["tie"]["excluded"] and rows["tie"]["p_holm"] == 1.0
+    assert "oracle" in rows["ceiling"]["excluded"] and rows["ceiling"]["p_holm"] == rows["ceiling"]["p_family"]
+
+
+def test_beats_random_mix_named_pair_and_hull_pair():
+    st = _study([
+        {"name": "pair", "primary": True, "kind": "beats_random_mix",
+         "policies": ["learned_rule", "always_tool_visible", "direct_only"], "split": "test"},
+        {"name": "hull", "primary": False, "kind": "beats_random_mix", "policies": ["learned_rule"], "split": "test"},
+        {"name": "cv", "primary": False, "kind": "accuracy_diff", "policies": ["learned_rule", "direct_only"],
+         "split": "cv_pooled"},
+    ])
+    rows = {r["name"]: r for r in evaluate_study(st, {"test": _outcomes()},
+                                                 fixed=("direct_only", "always_tool_visible", "write_once"))}
+    # the rule costs 1: mixing direct (0) and tools (2) at w = 0.5 expects 3.5 of 7 right; the rule gets 7
+    pair = rows["pair"]
+    assert pair["w"] == pytest.approx(0.5) and pair["mix_expected_exact"] == pytest.approx(3.5)
+    assert pair["p_family"] == pytest.approx(2 / 128) and pair["verdict"] == "better"
+    # the hull at cost 1 is write_once itself (the end of the direct/write_once segment): 4 of 7 expected
+    assert rows["hull"]["mix"] == ["direct_only", "write_once"] and rows["hull"]["w"] == pytest.approx(1)
+    assert rows["hull"]["mix_expected_exact"] == pytest.approx(4.0)
+    assert rows["cv"]["verdict"] == "not run" and "cv-folds" in rows["cv"]["excluded"]

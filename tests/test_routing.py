@@ -1,0 +1,82 @@
+"""Routing metrics with known answers: mixing weights, hull, PGR curves, APGR, CPT, the mix test."""
+import pytest
+
+from controller.routing import (apgr, cost_gap_recovered, cpt, hull_value, mix_test, mix_weight, pgr_curve,
+                                routing_table, upper_hull)
+
+
+def test_random_router_has_apgr_one_half_and_cpt_equal_to_the_target():
+    curve = pgr_curve([], weak=(0.0, 0.2), strong=(2.0, 0.8))
+    assert curve == [(0.0, 0.0), (1.0, 1.0)]
+    assert apgr(curve) == pytest.approx(0.5)
+    assert cpt(curve, 0.5) == pytest.approx(0.5) and cpt(curve, 0.8) == pytest.approx(0.8)
+
+
+def test_known_router_curve():
+    # weak (0, 0.2), strong (2, 0.8): a point at cost 0.5 (share 0.25) with accuracy 0.65 (PGR 0.75)
+    curve = pgr_curve([(0.5, 0.65)], weak=(0.0, 0.2), strong=(2.0, 0.8))
+    assert curve == [(0.0, 0.0), (0.25, pytest.approx(0.75)), (1.0, 1.0)]
+    # area: 0.25 * 0.75 / 2 + 0.75 * (0.75 + 1) / 2 = 0.09375 + 0.65625
+    assert apgr(curve) == pytest.approx(0.75)
+    assert cpt(curve, 0.5) == pytest.approx(0.25 * 0.5 / 0.75)
+    assert cpt(curve, 0.8) == pytest.approx(0.25 + 0.75 * 0.05 / 0.25)
+    # a point costlier than strong is clipped to share 1; references that tie give no curve
+    assert pgr_curve([(3.0, 0.9)], (0.0, 0.2), (2.0, 0.8))[-1] == (1.0, pytest.approx(7 / 6))
+    assert pgr_curve([(1.0, 0.5)], (0.0, 0.5), (2.0, 0.5)) is None and apgr(None) is None
+
+
+def test_mix_weight_hull_and_cost_gap():
+    assert mix_weight(1.5, 1.0, 2.0) == pytest.approx(0.5) and mix_weight(3.0, 1.0, 2.0) is None
+    pts = [(0.0, 0.2, "direct"), (1.0, 0.6, "once"), (2.0, 0.7, "tool"), (2.5, 0.65, "worse"), (1.0, 0.3, "dup")]
+    hull = upper_hull(pts)
+    assert [h[2] for h in hull] == ["direct", "once", "tool"]
+    # (1.0, 0.6) sits above the chord direct-tool (0.45 at cost 1): on the hull; a point below drops
+    assert [h[2] for h in upper_hull([(0, 0.2, "a"), (1, 0.4, "b"), (2, 0.8, "c")])] == ["a", "c"]
+    acc, a, b, w = hull_value(hull, 1.5)
+    assert (a, b) == ("once", "tool") and w == pytest.approx(0.5) and acc == pytest.approx(0.65)
+    assert hull_value(hull, 3.0)[:3] == (0.7, "tool", "tool") and hull_value(hull, -1) is None
+    assert cost_gap_recovered(2.0, 1.5, 1.0) == pytest.approx(0.5) and cost_gap_recovered(1.0, 1.0, 1.0) is None
+
+
+def test_mix_test_known_p_value():
+    # 7 families, one case each: the learner is right everywhere, a (cheap) never, b (costly) always.
+    # At w = 0.5 the mix expects 0.5 per case: d = +0.5 in all 7 families -> exact sign-flip p = 2/128.
+    L = {f"c{i}": (True, 1.0, f"f{i}") for i in range(7)}
+    a = {f"c{i}": (False, 0.0, f"f{i}") for i in range(7)}
+    b = {f"c{i}": (True, 2.0, f"f{i}") for i in range(7)}
+    t = mix_test(L, a, b, 0.5)
+    assert t["expected_exact"] == pytest.approx(3.5) and t["learner_exact"] == 7
+    assert t["diff"] == pytest.approx(0.5) and t["p_family"] == pytest.approx(2 / 128)
+
+
+def _o(policy, i, right, gens, fam=None, split="test"):
+    return {"policy": policy, "split": split, "case_id": f"c{i}", "family": fam or f"f{i}", "correct": right,
+            "program_generations": gens, "generated_tokens": 10 + 100 * gens, "work": 1000 * gens}
+
+
+def test_routing_table_end_to_end_on_hand_built_outcomes():
+    n = 8
+    outs = {"direct_only": [_o("direct_only", i, i < 2, 0) for i in range(n)],
+            "always_tool_visible": [_o("always_tool_visible", i, i < 6, 2) for i in range(n)],
+            "visible_disagree_rule": [_o("visible_disagree_rule", i, i < 6, 2) for i in range(n)],
+            "oracle_seq": [_o("oracle_seq", i, i < 6, 1 if i >= 2 and i < 6 else 0) for i in range(n)],
+            # the learner: direct on the cases direct gets right, tools elsewhere
+            "learned_rule": [_o("learned_rule", i, i < 6, 0 if i < 2 else 2) for i in range(n)]}
+    outs["direct_only"].append(dict(_o("direct_only", 99, None, 0)))  # unscored: left out of every point
+    front = {"learned_rule": {"points": [{"split": "test", "lambda": 0, "n": n, "accuracy": 0.75,
+                                          "program_generations": 12, "work": 12000, "generated_tokens": 80 + 1200}]}}
+    r = routing_table({"test": outs}, ["direct_only", "always_tool_visible", "visible_disagree_rule"],
+                      ["learned_rule"], direct_tokens={f"c{i}": 10 for i in range(n)}, frontier=front)
+    g = r["test"]["generations"]
+    assert g["points"]["direct_only"]["n"] == n and g["same_as"] == {"visible_disagree_rule": "always_tool_visible"}
+    L = g["learners"]["learned_rule"]
+    assert L["cost"] == pytest.approx(1.5) and L["accuracy"] == pytest.approx(0.75)
+    assert L["pgr"] == pytest.approx(1.0) and L["cost_gap_recovered"] == pytest.approx((2 - 1.5) / (2 - 0.5))
+    assert [m["a"] + "/" + m["b"] for m in L["mixes"]] == ["direct_only/always_tool_visible"]
+    # mix at w = 0.75 expects 2 + 0.75 * 4 = 5 right; the learner has 6
+    assert L["mixes"][0]["expected_exact"] == pytest.approx(5.0) and L["mixes"][0]["learner_exact"] == 6
+    # frontier point (cost 1.5, acc 0.75): share 0.75, PGR 1 -> APGR = 0.75*1/2 + 0.25*1 = 0.625
+    assert L["frontier"]["apgr"] == pytest.approx(0.625) and L["frontier"]["cpt50"] == pytest.approx(0.375)
+    # tokens: program-round tokens only (the direct answer's 10 are not tool cost)
+    assert r["test"]["tokens"]["points"]["always_tool_visible"]["cost"] == pytest.approx(0.2)
+    assert r["test"]["tokens"]["learners"]["learned_rule"]["frontier"]["apgr"] == pytest.approx(0.625)
