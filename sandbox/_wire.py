@@ -85,6 +85,17 @@ def wipe(buf) -> None:
         memoryview(buf)[:] = bytes(len(buf))
 
 
+def cut_utf8(data, limit: int = MAX_MESSAGE_BYTES):
+    """``data[:limit]`` moved back to the start of a UTF-8 character, so a cut never splits one
+    (a split character would make the whole message invalid UTF-8, and lose it)."""
+    if len(data) <= limit:
+        return data
+    end = limit
+    while end > limit - 4 and end > 0 and (data[end] & 0xC0) == 0x80:  # a continuation byte
+        end -= 1
+    return data[:end]
+
+
 def cut(message: str, limit: int = 300) -> str:
     """One short line: what a model can act on, never a wall of text."""
     message = " ".join(message.split())
