@@ -32,6 +32,7 @@ from ._worker import Worker, WorkerError
 from .result import OutputLimits, RunResult, clean_message, decode_message, decode_output
 
 GRACE_S = 2.0
+PIPELINE_BYTES = 16 << 10  # a request this small fits in a pipe behind a running one
 MAX_CODE_CHARS = 100_000
 MIN_MEMORY_MB = 16
 
@@ -222,7 +223,9 @@ class Sandbox:
             if worker.proc is None:  # left mid-run by an interrupted call: its reply is lost
                 self._restart(worker)
         idle = list(self._workers)
-        busy: dict[Worker, tuple[int, float]] = {}
+        # worker -> its requests in flight, oldest first: [index, start]; the start of the one
+        # queued behind is None until the reply before it arrives (the worker then starts it)
+        busy: dict[Worker, deque] = {}
         budget = [self.limits.max_batch_bytes]
         try:
             while queue or busy:
@@ -242,23 +245,35 @@ class Sandbox:
                 worker.kill()    # reply would be taken for the answer to the next request
 
     def _step(self, queue, idle, busy, requests, timeout_s, budget) -> list:
-        """Dispatch to idle workers, wait for replies until the first deadline, handle them."""
+        """Dispatch, wait for replies until the first deadline, handle what came."""
         done = []
         while queue and idle:
             worker, i = idle.pop(), queue.popleft()
             self._send(worker, requests[i])
-            requests[i] = None  # sent: the parent keeps no copy of the code and table
-            busy[worker] = (i, time.monotonic())
+            busy[worker] = deque([[i, time.monotonic()]])
+        # One more small request queued behind each running one: the worker starts it the
+        # moment it has replied, without waiting for the parent to read the reply.
+        for worker, flight in busy.items():
+            # (both small: the running one's body may not all be read yet, and the write must
+            # fit in the pipe at once, or the parent would wait on it)
+            if queue and len(flight) == 1 and len(requests[queue[0]]) <= PIPELINE_BYTES \
+                    and len(requests[flight[0][0]]) <= PIPELINE_BYTES:
+                try:
+                    worker.send(requests[queue[0]])
+                except OSError:  # it died: its pipe says so in a moment
+                    continue
+                flight.append([queue.popleft(), None])
         by_fd = {w.rfd: w for w in busy}
-        first = min(start for _, start in busy.values())
+        first = min(flight[0][1] for flight in busy.values())
         wait_s = max(0.0, first + timeout_s + GRACE_S - time.monotonic())
         poller = select.poll()  # not select(): the caller may hold fds above 1024
         for fd in by_fd:
             poller.register(fd, select.POLLIN)
         for fd, _ in poller.poll(wait_s * 1000):
-            self._take(by_fd[fd], busy, idle, done, budget)
+            self._take(by_fd[fd], busy, idle, queue, requests, done, budget)
         now = time.monotonic()
-        for worker, (i, start) in list(busy.items()):
+        for worker, flight in list(busy.items()):
+            i, start = flight[0]
             if now <= start + timeout_s + GRACE_S:
                 continue
             # Stalled only if nothing is waiting in its pipe right now (a zero-timeout poll):
@@ -266,32 +281,49 @@ class Sandbox:
             poller = select.poll()
             poller.register(worker.rfd, select.POLLIN)
             if poller.poll(0):
-                self._take(worker, busy, idle, done, budget)
+                self._take(worker, busy, idle, queue, requests, done, budget)
                 continue  # a reply, or part of one: it is not stalled
-            del busy[worker]
-            self._restart(worker)
-            idle.append(worker)
-            done.append((i, _failure("timeout", f"transform did not finish within "
-                                     f"{timeout_s:g} s (the worker was restarted)", start)))
+            self._retire(worker, busy, idle, queue, requests, done, _failure(
+                "timeout", f"transform did not finish within {timeout_s:g} s (the worker was "
+                "restarted)", start))
         return done
 
-    def _take(self, worker: Worker, busy, idle, done, budget) -> None:
-        """Read what ``worker`` has sent; on a whole reply, free it and record the result."""
-        i, start = busy[worker]
-        try:
-            reply = worker.feed()
-        except EOFError:
-            reply = "died"
-        if reply is None:
-            return
+    def _take(self, worker: Worker, busy, idle, queue, requests, done, budget) -> None:
+        """Read what ``worker`` has sent and handle every whole reply in it."""
+        flight = busy[worker]
+        while flight:
+            i, start = flight[0]
+            try:
+                reply = worker.feed()
+            except EOFError:
+                self._retire(worker, busy, idle, queue, requests, done, _failure(
+                    "crash", "the sandbox worker died during the run and was restarted", start))
+                return
+            if reply is None:
+                return
+            flight.popleft()
+            requests[i] = None
+            done.append((i, self._result(reply, start, budget)))
+            if reply[0] == _wire.STOP:  # it reads nothing more: what is queued never started
+                self._retire(worker, busy, idle, queue, requests, done, None)
+                return
+            if flight:
+                flight[0][1] = time.monotonic()  # the worker started it on replying
         del busy[worker]
         idle.append(worker)
-        if reply == "died":
-            self._restart(worker)
-            done.append((i, _failure("crash", "the sandbox worker died during the run and was "
-                                     "restarted", start)))
-        else:
-            done.append((i, self._result(reply, start, budget)))
+
+    def _retire(self, worker: Worker, busy, idle, queue, requests, done, failure) -> None:
+        """Replace ``worker``: its running request ends with ``failure``; the one queued behind
+        it goes back to the front of the queue (the worker had not read it)."""
+        flight = busy.pop(worker)
+        if failure is not None and flight:
+            i, _ = flight.popleft()
+            requests[i] = None
+            done.append((i, failure))
+        for i, _ in reversed(flight):
+            queue.appendleft(i)
+        self._restart(worker)
+        idle.append(worker)
 
     def _send(self, worker: Worker, request: bytes) -> None:
         try:

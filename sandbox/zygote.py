@@ -343,7 +343,7 @@ def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory
     cpu_us = int((usage.ru_utime + usage.ru_stime) * 1e6)
     try:
         if stage == 0:  # it may have read part of the request: the pipe is out of step
-            os.close(req_fd)  # the parent's next write fails at once and it restarts us
+            os.close(req_fd)  # the parent's next write fails at once
             error, message = "crash", "the sandbox child could not read its request"
         elif outcome == "done":
             if kind == _wire.OK and stage == 2:
@@ -360,7 +360,10 @@ def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory
         else:
             error, message = classify(outcome, status, usage, timeout_s, memory_mb, plan,
                                       base_rss)
-        _reply(resp_fd, _wire.ERR, _wire.CODE[error], wall_us, cpu_us, message.encode())
+        # STOP: an error reply after which this worker reads nothing more (the parent restarts
+        # it and sends again whatever it had queued behind this request: none of it started)
+        _reply(resp_fd, _wire.ERR if stage else _wire.STOP, _wire.CODE[error], wall_us, cpu_us,
+               message.encode())
         return stage != 0
     finally:
         if payload is not None:
