@@ -305,3 +305,22 @@ def test_h2_iter_many_streams_results_as_they_arrive():
     assert sorted(seen) == list(range(12))
     print(f"\nstreaming 6 outputs of 4 MB: peak resident +{peak_mb:.0f} MB")
     assert not reset or peak_mb < 200  # held all at once, 6 of them would be ~300 MB
+
+
+def test_queued_request_survives_the_death_of_the_worker_ahead_of_it():
+    """The parent queues one small request behind a running one; if the worker dies, that
+    request never started, so it runs on the new worker (and the dead run is a crash)."""
+    import signal
+    import threading
+    slow = "import time\ndef transform(t):\n    time.sleep(3)\n    return t\n"
+    fast = "def transform(t):\n    return [[c + '!' for c in r] for r in t]\n"
+    with Sandbox(workers=1) as box:
+        pid = box.worker_pids()[0]
+        timer = threading.Timer(0.5, os.killpg, (pid, signal.SIGKILL))
+        timer.start()
+        results = box.run_many([(slow, [["a"]])] + [(fast, [[str(k)]]) for k in range(4)],
+                               timeout_s=5.0)
+        timer.join()
+        assert box.restarts == 1
+    assert results[0].error == "crash", results[0]
+    assert [r.output for r in results[1:]] == [[[f"{k}!"]] for k in range(4)], results
