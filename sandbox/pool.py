@@ -1,15 +1,20 @@
 """``Sandbox``: a pool of worker processes that run untrusted ``transform(table)`` programs.
 
 Each run gets a fresh child forked from a pre-warmed worker (see ``zygote.py`` for the worker,
-``_child.py`` for the protections). The parent sends each request as one length-prefixed frame,
-waits on all workers with ``poll``, decodes every output itself (``result.decode_output``), and
-enforces a grace deadline of its own: a worker that has not replied ``GRACE_S`` after a run's
-timeout is killed with its whole process group and replaced, and so is one that died. Such
-runs come back as ``timeout`` or ``crash``; the program is never run a second time.
+``_child.py`` for the protections). The parent sends each request as one length-prefixed frame
+(and queues one more small one behind each running request, so a worker never waits for the
+parent between runs), waits on all workers with ``poll``, decodes every output itself
+(``result.decode_output``: a structural pre-check first, the garbage collector paused, and a
+per-batch budget of output bytes), and enforces a grace deadline of its own: a worker that has
+not replied ``GRACE_S`` after a run's timeout, and has nothing waiting in its pipe, is killed
+with its whole process group and replaced, and so is one that died. Such runs come back as
+``timeout`` or ``crash``; the program is never run a second time (a request queued behind
+one that failed had not started, and goes to the next worker).
 
 Not covered: sharing one ``Sandbox`` across processes (use one per process; a ``Sandbox`` used
-after ``fork`` raises) and concurrent ``run_many`` calls on one ``Sandbox`` from several threads
-(they are serialised by a lock).
+after ``fork`` raises), concurrent ``run_many`` calls on one ``Sandbox`` from several threads
+(they are serialised by a lock), and calling a ``Sandbox`` from inside its own ``iter_many``
+loop (the lock is held until the generator ends).
 """
 from __future__ import annotations
 
