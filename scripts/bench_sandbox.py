@@ -24,10 +24,12 @@ their medians summarise. Every protection is on in both (the default ``Sandbox``
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -232,6 +234,7 @@ def main() -> int:
                          "must be at least 1")
     items = workload(args.per_program)
     folder = tempfile.mkdtemp(prefix="bench-sandbox-old-")
+    atexit.register(shutil.rmtree, folder, True)
     kinds = [("new", Sandbox)]
     if args.old:
         kinds.append(("old", load_old(args.old, folder).Sandbox))
