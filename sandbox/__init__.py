@@ -4,6 +4,8 @@
     r = run_transform(code, table, timeout_s=1.5, memory_mb=256)
     with Sandbox(workers=2) as sb:
         results = sb.run_many([(code, table), ...], timeout_s=1.5, memory_mb=256)
+        for i, r in sb.iter_many(items):   # the same runs, each handed over as it ends
+            ...
 
 Every run is a fresh child forked from a pre-warmed worker and confined by the kernel
 (resource limits, seccomp, an unprivileged uid, an empty chroot, namespaces: whatever this

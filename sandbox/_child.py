@@ -270,7 +270,7 @@ def main(req_fd: int, code_len: int, table_len: int, plan: dict) -> None:
     if error is None:
         frame = _wire.RESULT.pack(_wire.OK, 0, len(payload)) + payload
     else:
-        payload = payload[:_wire.MAX_MESSAGE_BYTES]
+        payload = _wire.cut_utf8(payload)
         frame = _wire.RESULT.pack(_wire.ERR, _wire.CODE[error], len(payload)) + payload
     try:
         _wire.write_all(3, frame)

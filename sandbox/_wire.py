@@ -15,7 +15,9 @@ where a message ends and a reader can refuse an oversized one before reading it:
   it (a program can write to its pipes, but cannot unwrite a tag);
 - reply, worker -> parent: ``REPLY`` header (kind, error code, child wall time in us, child CPU
   time in us, payload length) + payload. The first reply of a worker is its ready message,
-  whose payload is the JSON protection report.
+  whose payload is the JSON protection report. The parent may queue one more (small) request
+  behind the one a worker is running; the worker reads it only once it has replied, and a
+  ``STOP`` reply says it will read nothing more (what was queued never started).
 
 The payload of an ``OK`` frame is the output table as UTF-8 JSON, of an ``ERR`` frame the short
 message. Loaded both as ``sandbox._wire`` and as a top-level module inside the worker, so it
@@ -30,7 +32,7 @@ ERRORS = ("syntax", "forbidden", "no_transform", "timeout", "memory", "exception
           "bad_output", "crash")
 CODE = {name: i for i, name in enumerate(ERRORS)}
 
-OK, ERR, READY = 0, 1, 2
+OK, ERR, READY, STOP = 0, 1, 2, 3  # STOP: an ERR after which the worker exits
 TAG_READ, TAG_START = 0x52, 0x53  # never a valid ``kind``, so a tag and a header cannot be mixed up
 
 # Who may name which class: the harness before the program starts (a refused or unparsable
@@ -83,6 +85,17 @@ def wipe(buf) -> None:
     """Overwrite a bytearray in place before it is freed (freed memory keeps its content)."""
     if len(buf):
         memoryview(buf)[:] = bytes(len(buf))
+
+
+def cut_utf8(data, limit: int = MAX_MESSAGE_BYTES):
+    """``data[:limit]`` moved back to the start of a UTF-8 character, so a cut never splits one
+    (a split character would make the whole message invalid UTF-8, and lose it)."""
+    if len(data) <= limit:
+        return data
+    end = limit
+    while end > limit - 4 and end > 0 and (data[end] & 0xC0) == 0x80:  # a continuation byte
+        end -= 1
+    return data[:end]
 
 
 def cut(message: str, limit: int = 300) -> str:

@@ -16,31 +16,54 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 
 from . import _wire
 
 SOURCE_DIR = os.path.dirname(os.path.abspath(__file__))
 MODULES = ("_wire", "_kernel", "_seccomp", "policy", "_child", "zygote")  # dependency order
 
-# The worker's whole command line (``python -c BOOT OPTIONS``). It compiles the sandbox's modules
-# under ``<sandbox>/NAME.py`` names, so no frame or function a program can reach names a path of
-# this machine; the source folder arrives in the options, which ``hide_host_paths`` then drops.
+# The worker's whole command line (``python -s -S -B -c BOOT``): it names no path but the
+# interpreter's (which the worker overwrites in its own memory, ``zygote.scrub``). The sandbox's
+# modules and the options arrive through the request pipe as one frame (4-byte length, then
+# zlib-compressed JSON ``{"modules": [[name, source], ...], "options": {...}}``), and are
+# compiled under ``<sandbox>/NAME.py`` names: the worker never learns where the project lives.
 BOOT = """# sandbox worker: zygote.py (how ps and tests tell a worker from other processes)
 def _boot():
-    import json, sys, types
-    options = json.loads(sys.argv[1])
-    folder = options.pop("source_dir")
-    for name in options.pop("modules"):
-        with open(folder + "/" + name + ".py", "rb") as fh:
-            code = compile(fh.read(), "<sandbox>/" + name + ".py", "exec", dont_inherit=True)
+    import json, os, sys, types, zlib
+    def read(n):
+        parts = []
+        while n:
+            chunk = os.read(0, n)
+            if not chunk:
+                raise SystemExit(3)
+            parts.append(chunk)
+            n -= len(chunk)
+        return b"".join(parts)
+    boot = json.loads(zlib.decompress(read(int.from_bytes(read(4), "little"))))
+    for name, source in boot["modules"]:
+        code = compile(source, "<sandbox>/" + name + ".py", "exec", dont_inherit=True)
         module = types.ModuleType(name)
         sys.modules[name] = module
         exec(code, module.__dict__)
-    return sys.modules["zygote"].main, options
+    return sys.modules["zygote"].main, boot["options"]
 _main, _options = _boot()
 del _boot
 _main(_options)
 """
+_SOURCES: list | None = None
+
+
+def boot_frame(options: dict) -> bytes:
+    """What a worker reads first from its request pipe: the sources and the options."""
+    global _SOURCES
+    if _SOURCES is None:
+        _SOURCES = []
+        for name in MODULES:
+            with open(os.path.join(SOURCE_DIR, name + ".py"), encoding="utf-8") as fh:
+                _SOURCES.append([name, fh.read()])
+    data = zlib.compress(json.dumps({"modules": _SOURCES, "options": options}).encode(), 6)
+    return len(data).to_bytes(4, "little") + data
 
 
 class WorkerError(RuntimeError):
@@ -49,7 +72,7 @@ class WorkerError(RuntimeError):
 
 class Worker:
     def __init__(self, options: dict, cwd: str):
-        self.options = json.dumps(dict(options, source_dir=SOURCE_DIR, modules=MODULES))
+        self.boot = boot_frame(options)  # under the 64 KiB of a pipe: spawn never blocks
         # A reply is never bigger than an output at its limit (or the ready report): a worker
         # that claims more is broken, and the parent buffers nothing more of it.
         self.max_reply = options["limits"]["max_bytes"] + (1 << 16)
@@ -71,11 +94,15 @@ class Worker:
             # and dict order, and so outputs, the same from one worker (and run) to the next.
             # LD_BIND_NOW: resolve every symbol once here, not lazily in each run's child
             # (a lazy binding writes the GOT: a copy-on-write fault per page per child).
-            [sys.executable, "-s", "-S", "-B", "-c", BOOT, self.options],
+            [sys.executable, "-s", "-S", "-B", "-c", BOOT],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=self.cwd,
             env={"LD_BIND_NOW": "1", "PYTHONHASHSEED": "0"},
             close_fds=True, start_new_session=True, bufsize=0)
         os.set_blocking(self.rfd, False)
+        try:
+            _wire.write_all(self.proc.stdin.fileno(), self.boot)
+        except OSError:
+            pass  # it died at once: wait_ready reports it
 
     def wait_ready(self, timeout_s: float) -> dict:
         deadline = time.monotonic() + timeout_s

@@ -68,8 +68,11 @@ _HINT = "transform gets the table as its argument and must return the new table"
 
 
 _IMPORT_WORD = re.compile(r"\bimport\b")
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:import[ \t]+([\w., \t]+?)|from[ \t]+(\w+)[\w.]*[ \t]+"
-                          r"import[ \t]+[\w, \t*]+)[ \t]*(?:#.*)?$", re.MULTILINE)
+# Possessive (``++``, ``*+``): each run of characters is taken once and never given back, so
+# matching is linear in the line's length (a 60,000-character ``from a.a.a...`` line made the
+# lazy form of this pattern quadratic, and a syntax error came back as ``timeout``).
+_IMPORT_LINE = re.compile(r"^[ \t]*+(?:import[ \t]++([\w., \t]*+)|from[ \t]++(\w++)[\w.]*+"
+                          r"[ \t]++import[ \t]++[\w, \t*]++)(?:#.*+)?$", re.MULTILINE)
 _SUSPECT = re.compile(r"\b(?:%s)\b" % "|".join(sorted(FORBIDDEN_NAMES | FORBIDDEN_ATTRS)))
 
 

@@ -1,19 +1,25 @@
 """``Sandbox``: a pool of worker processes that run untrusted ``transform(table)`` programs.
 
 Each run gets a fresh child forked from a pre-warmed worker (see ``zygote.py`` for the worker,
-``_child.py`` for the protections). The parent sends each request as one length-prefixed frame,
-waits on all workers with ``poll``, decodes every output itself (``result.decode_output``), and
-enforces a grace deadline of its own: a worker that has not replied ``GRACE_S`` after a run's
-timeout is killed with its whole process group and replaced, and so is one that died. Such
-runs come back as ``timeout`` or ``crash``; the program is never run a second time.
+``_child.py`` for the protections). The parent sends each request as one length-prefixed frame
+(and queues one more small one behind each running request, so a worker never waits for the
+parent between runs), waits on all workers with ``poll``, decodes every output itself
+(``result.decode_output``: a structural pre-check first, the garbage collector paused, and a
+per-batch budget of output bytes), and enforces a grace deadline of its own: a worker that has
+not replied ``GRACE_S`` after a run's timeout, and has nothing waiting in its pipe, is killed
+with its whole process group and replaced, and so is one that died. Such runs come back as
+``timeout`` or ``crash``; the program is never run a second time (a request queued behind
+one that failed had not started, and goes to the next worker).
 
 Not covered: sharing one ``Sandbox`` across processes (use one per process; a ``Sandbox`` used
-after ``fork`` raises) and concurrent ``run_many`` calls on one ``Sandbox`` from several threads
-(they are serialised by a lock).
+after ``fork`` raises), concurrent ``run_many`` calls on one ``Sandbox`` from several threads
+(they are serialised by a lock), and calling a ``Sandbox`` from inside its own ``iter_many``
+loop (the lock is held until the generator ends).
 """
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import re
@@ -28,9 +34,10 @@ from pathlib import Path
 
 from . import _wire
 from ._worker import Worker, WorkerError
-from .result import OutputLimits, RunResult, decode_message, decode_output
+from .result import OutputLimits, RunResult, clean_message, decode_message, decode_output
 
 GRACE_S = 2.0
+PIPELINE_BYTES = 16 << 10  # a request this small fits in a pipe behind a running one
 MAX_CODE_CHARS = 100_000
 MIN_MEMORY_MB = 16
 
@@ -177,75 +184,151 @@ class Sandbox:
 
         Raises ``ValueError`` for a bad timeout or memory limit, ``TypeError`` for a table that
         is not a list of lists of str, and ``RuntimeError`` if the sandbox is closed or was
-        created in another process.
+        created in another process. Holds every output until it returns; ``iter_many`` hands
+        each one over as it arrives instead.
+        """
+        items = list(items)
+        results: list[RunResult | None] = [None] * len(items)
+        for i, result in self.iter_many(items, timeout_s, memory_mb):
+            results[i] = result
+        return results
+
+    def iter_many(self, items, timeout_s: float = 1.5, memory_mb: int = 256):
+        """Like ``run_many``, but yields ``(index, RunResult)`` as each run ends (any order).
+
+        For a grader that looks at each output once: nothing is held here after it is
+        yielded, so the parent's memory is one output per worker, not the batch's. The
+        batch budget (``OutputLimits.max_batch_bytes``) counts per call. Closing the generator
+        early kills the workers still running (their replies would be out of step).
         """
         if not 0 < timeout_s <= 3600:
             raise ValueError("timeout_s must be in (0, 3600]")
         if memory_mb < MIN_MEMORY_MB:
             raise ValueError(f"memory_mb must be at least {MIN_MEMORY_MB}")
+        items = list(items)
         with self._lock:
             if self.closed:
                 raise RuntimeError("this Sandbox is closed")
             if os.getpid() != self._pid:
                 raise RuntimeError("a Sandbox cannot be used after fork; create a new one")
-            return self._run_many(list(items), timeout_s, int(memory_mb))
+            yield from self._iter_many(items, timeout_s, int(memory_mb))
 
-    def _run_many(self, items, timeout_s, memory_mb) -> list[RunResult]:
-        results: list[RunResult | None] = [None] * len(items)
+    def _iter_many(self, items, timeout_s, memory_mb):
         requests: list[bytes | None] = [None] * len(items)
+        refused = []
         tables: dict[int, bytes] = {}
         for i, (code, table) in enumerate(items):
-            requests[i], results[i] = _encode(code, table, timeout_s, memory_mb, tables)
+            requests[i], result = _encode(code, table, timeout_s, memory_mb, tables)
+            if result is not None:
+                refused.append((i, result))
+        del tables
+        yield from refused
         queue = deque(i for i, req in enumerate(requests) if req is not None)
         for worker in self._workers:
             if worker.proc is None:  # left mid-run by an interrupted call: its reply is lost
                 self._restart(worker)
         idle = list(self._workers)
-        busy: dict[Worker, tuple[int, float]] = {}
+        # worker -> its requests in flight, oldest first: [index, start]; the start of the one
+        # queued behind is None until the reply before it arrives (the worker then starts it)
+        busy: dict[Worker, deque] = {}
+        budget = [self.limits.max_batch_bytes]
         try:
-            self._loop(queue, idle, busy, requests, results, timeout_s)
-        finally:
-            for worker in busy:  # only on an exception (say KeyboardInterrupt): a late reply
-                worker.kill()    # would be taken for the answer to the next request
-        return results
-
-    def _loop(self, queue, idle, busy, requests, results, timeout_s) -> None:
-        while queue or busy:
-            while queue and idle:
-                worker, i = idle.pop(), queue.popleft()
-                self._send(worker, requests[i])
-                busy[worker] = (i, time.monotonic())
-            by_fd = {w.rfd: w for w in busy}
-            first = min(start for _, start in busy.values())
-            wait_s = max(0.0, first + timeout_s + GRACE_S - time.monotonic())
-            poller = select.poll()  # not select(): the caller may hold fds above 1024
-            for fd in by_fd:
-                poller.register(fd, select.POLLIN)
-            for fd, _ in poller.poll(wait_s * 1000):
-                worker = by_fd[fd]
-                i, start = busy[worker]
+            while queue or busy:
+                # The garbage collector stays off while the parent reads and decodes: a
+                # collection walks every object the caller holds, and the time it takes made
+                # a waiting reply look like a stalled worker. Back on while the caller runs.
+                enabled = gc.isenabled()
+                gc.disable()
                 try:
-                    reply = worker.feed()
-                except EOFError:
-                    reply = "died"
-                if reply is None:
+                    done = self._step(queue, idle, busy, requests, timeout_s, budget)
+                finally:
+                    if enabled:
+                        gc.enable()
+                yield from done
+        finally:
+            for worker in busy:  # only on an exception or an abandoned generator: a late
+                worker.kill()    # reply would be taken for the answer to the next request
+
+    def _step(self, queue, idle, busy, requests, timeout_s, budget) -> list:
+        """Dispatch, wait for replies until the first deadline, handle what came."""
+        done = []
+        while queue and idle:
+            worker, i = idle.pop(), queue.popleft()
+            self._send(worker, requests[i])
+            busy[worker] = deque([[i, time.monotonic()]])
+        # One more small request queued behind each running one: the worker starts it the
+        # moment it has replied, without waiting for the parent to read the reply.
+        for worker, flight in busy.items():
+            # (both small: the running one's body may not all be read yet, and the write must
+            # fit in the pipe at once, or the parent would wait on it)
+            if queue and len(flight) == 1 and len(requests[queue[0]]) <= PIPELINE_BYTES \
+                    and len(requests[flight[0][0]]) <= PIPELINE_BYTES:
+                try:
+                    worker.send(requests[queue[0]])
+                except OSError:  # it died: its pipe says so in a moment
                     continue
-                del busy[worker]
-                idle.append(worker)
-                if reply == "died":
-                    self._restart(worker)
-                    results[i] = _failure("crash", "the sandbox worker died during the run "
-                                          "and was restarted", start)
-                else:
-                    results[i] = self._result(reply, start)
-            now = time.monotonic()
-            for worker, (i, start) in list(busy.items()):
-                if now > start + timeout_s + GRACE_S:
-                    del busy[worker]
-                    self._restart(worker)
-                    idle.append(worker)
-                    results[i] = _failure("timeout", f"transform did not finish within "
-                                          f"{timeout_s:g} s (the worker was restarted)", start)
+                flight.append([queue.popleft(), None])
+        by_fd = {w.rfd: w for w in busy}
+        first = min(flight[0][1] for flight in busy.values())
+        wait_s = max(0.0, first + timeout_s + GRACE_S - time.monotonic())
+        poller = select.poll()  # not select(): the caller may hold fds above 1024
+        for fd in by_fd:
+            poller.register(fd, select.POLLIN)
+        for fd, _ in poller.poll(wait_s * 1000):
+            self._take(by_fd[fd], busy, idle, queue, requests, done, budget)
+        now = time.monotonic()
+        for worker, flight in list(busy.items()):
+            i, start = flight[0]
+            if now <= start + timeout_s + GRACE_S:
+                continue
+            # Stalled only if nothing is waiting in its pipe right now (a zero-timeout poll):
+            # the parent may have been busy while a reply arrived.
+            poller = select.poll()
+            poller.register(worker.rfd, select.POLLIN)
+            if poller.poll(0):
+                self._take(worker, busy, idle, queue, requests, done, budget)
+                continue  # a reply, or part of one: it is not stalled
+            self._retire(worker, busy, idle, queue, requests, done, _failure(
+                "timeout", f"transform did not finish within {timeout_s:g} s (the worker was "
+                "restarted)", start))
+        return done
+
+    def _take(self, worker: Worker, busy, idle, queue, requests, done, budget) -> None:
+        """Read what ``worker`` has sent and handle every whole reply in it."""
+        flight = busy[worker]
+        while flight:
+            i, start = flight[0]
+            try:
+                reply = worker.feed()
+            except EOFError:
+                self._retire(worker, busy, idle, queue, requests, done, _failure(
+                    "crash", "the sandbox worker died during the run and was restarted", start))
+                return
+            if reply is None:
+                return
+            flight.popleft()
+            requests[i] = None
+            done.append((i, self._result(reply, start, budget)))
+            if reply[0] == _wire.STOP:  # it reads nothing more: what is queued never started
+                self._retire(worker, busy, idle, queue, requests, done, None)
+                return
+            if flight:
+                flight[0][1] = time.monotonic()  # the worker started it on replying
+        del busy[worker]
+        idle.append(worker)
+
+    def _retire(self, worker: Worker, busy, idle, queue, requests, done, failure) -> None:
+        """Replace ``worker``: its running request ends with ``failure``; the one queued behind
+        it goes back to the front of the queue (the worker had not read it)."""
+        flight = busy.pop(worker)
+        if failure is not None and flight:
+            i, _ = flight.popleft()
+            requests[i] = None
+            done.append((i, failure))
+        for i, _ in reversed(flight):
+            queue.appendleft(i)
+        self._restart(worker)
+        idle.append(worker)
 
     def _send(self, worker: Worker, request: bytes) -> None:
         try:
@@ -266,20 +349,32 @@ class Sandbox:
                 if attempt == 2:
                     raise
 
-    def _result(self, reply, start: float) -> RunResult:
+    def _result(self, reply, start: float, budget: list) -> RunResult:
         kind, code, _wall_us, cpu_us, payload = reply
         wall_ms = (time.monotonic() - start) * 1000
         if kind == _wire.OK:
-            table, why = decode_output(payload, self.limits)
+            limits = self.limits
+            charge = max(0, len(payload) - limits.batch_free_bytes)
+            if charge > budget[0]:  # refused before a byte is decoded
+                return RunResult(False, None, "bad_output", _wire.cut(
+                    f"output is {len(payload)} bytes of JSON, and this batch's outputs have "
+                    f"used up their budget of {limits.max_batch_bytes} bytes (run big outputs "
+                    "in a batch of their own)"), wall_ms, cpu_us / 1000)
+            budget[0] -= charge
+            table, why = decode_output(payload, limits)
+            del payload
             if table is not None:
                 return RunResult(True, table, None, "", wall_ms, cpu_us / 1000)
-            return RunResult(False, None, "bad_output", why, wall_ms, cpu_us / 1000)
+            return RunResult(False, None, "bad_output", clean_message(why), wall_ms,
+                             cpu_us / 1000)
         error = _wire.ERRORS[code] if code < len(_wire.ERRORS) else "crash"
         message = decode_message(payload)
         if message is None:  # only a program writing its own frame gets here
             return RunResult(False, None, "bad_output", "the program's error message is not "
                              "valid UTF-8", wall_ms, cpu_us / 1000)
-        return RunResult(False, None, error, _wire.cut(message), wall_ms, cpu_us / 1000)
+        # whitespace to single spaces, then every other control escaped, then the length cut
+        message = _wire.cut(clean_message(" ".join(message.split())))
+        return RunResult(False, None, error, message, wall_ms, cpu_us / 1000)
 
 
 def _failure(error: str, message: str, start: float | None = None) -> RunResult:

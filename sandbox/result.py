@@ -10,7 +10,10 @@ is the caller's business.
 """
 from __future__ import annotations
 
+import gc
 import json
+import re
+import unicodedata
 from dataclasses import dataclass
 
 try:
@@ -18,7 +21,8 @@ try:
 except ImportError:  # pragma: no cover - never loaded outside the package
     from _wire import ERRORS
 
-__all__ = ["ERRORS", "OutputLimits", "RunResult", "decode_message", "decode_output"]
+__all__ = ["ERRORS", "OutputLimits", "RunResult", "clean_message", "decode_message",
+           "decode_output", "precheck"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,12 @@ class OutputLimits:
     max_cols: int = 1_000
     max_cell_chars: int = 100_000
     max_bytes: int = 4 << 20  # of compact UTF-8 JSON
+    # Per ``run_many`` call: output bytes beyond ``batch_free_bytes`` a run are charged to a
+    # budget of ``max_batch_bytes``; once it is spent, a bigger output is ``bad_output`` without
+    # being decoded. Decoding costs the parent CPU and ~12x the bytes in memory, so this bounds
+    # the parent's work per batch; benign outputs (kilobytes) are never charged.
+    max_batch_bytes: int = 16 << 20
+    batch_free_bytes: int = 64 << 10
 
     def as_dict(self) -> dict:
         return {"max_rows": self.max_rows, "max_cols": self.max_cols,
@@ -76,28 +86,109 @@ def decode_message(payload: bytes) -> str | None:
         return None
 
 
+# Characters that can act on a terminal or reorder text when a message is shown: C0/C1
+# controls (ESC, BEL, NUL ...), DEL, and the invisible format characters (bidi overrides such
+# as U+202E, zero-width joiners, BOM). Whitespace controls are spaces once ``cut`` has run.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e"
+                      "\u2060-\u206f\ufeff\ufff9-\ufffb]")
+
+
+def _escape(m) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def clean_message(text: str) -> str:
+    """``text`` with every control or format character escaped (``\\x1b``, ``\\u202e``), so a
+    message shown in a terminal or a report can neither send escape sequences nor reorder
+    what is around it; other categories ``C*`` (unassigned, private use) are escaped too."""
+    text = _CONTROL.sub(_escape, text)
+    if not text.isascii():
+        text = "".join(c if unicodedata.category(c)[0] != "C" else f"\\u{ord(c):04x}"
+                       if ord(c) < 0x10000 else f"\\U{ord(c):08x}" for c in text)
+    return text
+
+
+def _structure(limits: "OutputLimits"):
+    """A regular expression that matches exactly the compact JSON texts of at most
+    ``max_rows`` lists of at most ``max_cols`` strings; possessive, so it never backtracks and
+    needs constant memory, and it builds no object. Only used when the cheap count cannot
+    bound the number of lists."""
+    cell = rb'"(?:[^"\\]++|\\.)*+"'
+    row = rb"\[(?:" + cell + rb"(?:," + cell + rb"){0,%d}+)?+\]" % (limits.max_cols - 1)
+    return re.compile(rb"\[(?:" + row + rb"(?:," + row + rb"){0,%d}+)?+\]"
+                      % (limits.max_rows - 1))
+
+
+_STRUCTURES: dict = {}
+
+
+def precheck(payload: bytes, limits: OutputLimits) -> str:
+    """Cheap structural check before any decoding: ``""`` or why the payload cannot be a valid
+    output. Size, first and last byte, then the number of ``[`` (a memchr-speed count): a
+    valid output has at most ``max_rows + 1`` lists, so ``json.loads`` then builds at most that
+    many containers (a forged ``[[],[],...]`` frame would build 1.4 million). A payload with
+    more ``[`` (they may sit inside strings) is matched against ``_structure`` instead."""
+    if len(payload) > limits.max_bytes:
+        return f"output is more than {limits.max_bytes} bytes of JSON"
+    if payload[:1] != b"[" or payload[-1:] != b"]":
+        return "output is not a JSON list of rows"
+    if payload.count(b"[") > limits.max_rows + 1:
+        pattern = _STRUCTURES.get(limits)
+        if pattern is None:
+            pattern = _STRUCTURES[limits] = _structure(limits)
+        if pattern.fullmatch(payload) is None:
+            return (f"output is not a list of at most {limits.max_rows} rows of at most "
+                    f"{limits.max_cols} strings")
+    return ""
+
+
 def decode_output(payload: bytes, limits: OutputLimits) -> tuple[list[list[str]] | None, str]:
-    """Decode and check the child's JSON; returns ``(table, "")`` or ``(None, why)``."""
-    if len(payload) > limits.max_bytes:  # before any decoding: the cost stays bounded
-        return None, f"output is more than {limits.max_bytes} bytes of JSON"
+    """Decode and check the child's JSON; returns ``(table, "")`` or ``(None, why)``.
+
+    ``precheck`` runs first (before a byte is decoded, the cost stays bounded), and the
+    garbage collector is paused while the lists are built: decoding allocates up to a million
+    objects, and every collection it would trigger walks whatever the caller holds."""
+    why = precheck(payload, limits)
+    if why and len(payload) > 1 << 16:
+        return None, why  # (a small payload is decoded anyway, for a precise message)
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         table = json.loads(payload.decode("utf-8"), parse_constant=_no_constants)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return None, f"output is not valid JSON: {str(exc)[:120]}"
+    finally:
+        if enabled:
+            gc.enable()
     if b"\\u" in payload and not _encodable(table):  # "\udc80" escapes decode to lone surrogates
         return None, "output contains a lone surrogate (not valid UTF-8)"
+    shape = _shape(table, limits)
+    return (table, "") if not (shape or why) else (None, shape or why)
+
+
+_STR_ONLY = {str}
+
+
+def _shape(table, limits: OutputLimits) -> str:
+    """``""`` when ``table`` is a list of at most ``max_rows`` lists of at most ``max_cols``
+    strings of at most ``max_cell_chars`` characters, else why not. C-level passes per row
+    (``map``); the cell-by-cell loop runs only to name the first bad cell."""
     if type(table) is not list:
-        return None, f"output is {_JSON_NAMES[type(table)]}, expected a list of rows"
+        return f"output is {_JSON_NAMES[type(table)]}, expected a list of rows"
     if len(table) > limits.max_rows:
-        return None, f"output has {len(table)} rows, more than the limit {limits.max_rows}"
+        return f"output has {len(table)} rows, more than the limit {limits.max_rows}"
     for i, row in enumerate(table):
         if type(row) is not list:
-            return None, f"row {i} is {_JSON_NAMES[type(row)]}, expected a list of str"
+            return f"row {i} is {_JSON_NAMES[type(row)]}, expected a list of str"
         if len(row) > limits.max_cols:
-            return None, f"row {i} has {len(row)} cells, more than the limit {limits.max_cols}"
+            return f"row {i} has {len(row)} cells, more than the limit {limits.max_cols}"
+        if not row or (set(map(type, row)) <= _STR_ONLY
+                       and max(map(len, row)) <= limits.max_cell_chars):
+            continue
         for j, cell in enumerate(row):
             if type(cell) is not str:
-                return None, f"row {i}, cell {j} is {_JSON_NAMES[type(cell)]}, expected a string"
+                return f"row {i}, cell {j} is {_JSON_NAMES[type(cell)]}, expected a string"
             if len(cell) > limits.max_cell_chars:
-                return None, f"row {i}, cell {j} is longer than {limits.max_cell_chars} chars"
-    return table, ""
+                return f"row {i}, cell {j} is longer than {limits.max_cell_chars} chars"
+    return ""

@@ -94,8 +94,12 @@ def enter_namespaces(report: dict, req_fd: int, resp_fd: int) -> None:
     if report["mount_namespace"]:
         try:  # nothing mounted here may leak back, then an empty read-only root for children
             _kernel.mount(None, "/", None, _kernel.MS_REC | _kernel.MS_PRIVATE)
-            _kernel.mount("tmpfs", os.getcwd(), "tmpfs", _kernel.MS_RDONLY | _kernel.MS_NOSUID
+            here = os.getcwd()
+            _kernel.mount("tmpfs", here, "tmpfs", _kernel.MS_RDONLY | _kernel.MS_NOSUID
                           | _kernel.MS_NODEV | _kernel.MS_NOEXEC, "size=4k,mode=0555")
+            # The working directory is still the folder *under* the mount: walk into the mount
+            # by name, so the ``chroot(".")`` that follows makes the empty tmpfs the root.
+            os.chdir(here)
         except OSError as exc:
             report["notes"].append(f"read-only root: {exc.strerror}")
     if report["pid_namespace"]:
@@ -339,7 +343,7 @@ def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory
     cpu_us = int((usage.ru_utime + usage.ru_stime) * 1e6)
     try:
         if stage == 0:  # it may have read part of the request: the pipe is out of step
-            os.close(req_fd)  # the parent's next write fails at once and it restarts us
+            os.close(req_fd)  # the parent's next write fails at once
             error, message = "crash", "the sandbox child could not read its request"
         elif outcome == "done":
             if kind == _wire.OK and stage == 2:
@@ -348,7 +352,7 @@ def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory
             allowed = _wire.PROGRAM if stage == 2 else _wire.PRE_START
             if kind == _wire.ERR and _wire.ERRORS[code] in allowed:
                 _reply(resp_fd, _wire.ERR, code, wall_us, cpu_us,
-                       memoryview(payload)[:_wire.MAX_MESSAGE_BYTES])
+                       _wire.cut_utf8(memoryview(payload)))
                 return True
             error, message = _forged(stage)
         elif outcome == "malformed" or (outcome == "too_big" and stage < 2):
@@ -356,7 +360,10 @@ def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory
         else:
             error, message = classify(outcome, status, usage, timeout_s, memory_mb, plan,
                                       base_rss)
-        _reply(resp_fd, _wire.ERR, _wire.CODE[error], wall_us, cpu_us, message.encode())
+        # STOP: an error reply after which this worker reads nothing more (the parent restarts
+        # it and sends again whatever it had queued behind this request: none of it started)
+        _reply(resp_fd, _wire.ERR if stage else _wire.STOP, _wire.CODE[error], wall_us, cpu_us,
+               message.encode())
         return stage != 0
     finally:
         if payload is not None:
@@ -450,6 +457,103 @@ def hide_host_paths() -> None:
                 pass
 
 
+# Standard places: naming them tells a program nothing about this machine, and scrubbing them
+# would rewrite unrelated strings (``os.defpath``).
+_STANDARD = frozenset({"/", "/usr", "/usr/local", "/opt", "/bin", "/sbin", "/lib", "/lib64",
+                       "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/local/bin",
+                       "/usr/local/lib", "/tmp", "/var/tmp"})
+
+
+def host_paths() -> list[str]:
+    """The host paths this worker knows (read before ``hide_host_paths``): the interpreter's
+    install folders, its working directory (the parent's temporary folder) and that folder's
+    name, which carries the parent's pid. Standard system folders are left out, and so is any
+    path that contains another one (scrubbing the shorter one covers it)."""
+    found = set()
+    for name in ("executable", "_base_executable"):
+        path = getattr(sys, name, None)
+        if path:
+            found.update({os.path.dirname(path), os.path.dirname(os.path.realpath(path))})
+    for name in ("prefix", "base_prefix", "exec_prefix", "base_exec_prefix", "_stdlib_dir"):
+        path = getattr(sys, name, None)
+        if path:
+            found.update({path, os.path.realpath(path)})
+    here = os.getcwd()
+    found.update({here, os.path.realpath(here), os.path.basename(here)})
+    found = {p for p in found if len(p) >= 4 and p not in _STANDARD and not (
+        os.path.dirname(p) in _STANDARD and os.path.basename(p).startswith(("python", "bin")))}
+    return sorted(p for p in found if not any(q != p and q in p for q in found))
+
+
+_BYTES_DATA = sys.getsizeof(b"") - 1  # where a bytes object's data starts, from its address
+
+
+def needles(paths: list[str]) -> list[tuple[bytes, bytes]]:
+    """``(path bytes, filler)`` in each encoding a copy may take (made before the codecs'
+    modules lose their paths): UTF-8 and UTF-32 (``wchar_t``), Latin-1/UTF-16 when not ASCII."""
+    variants = []
+    for path in paths:
+        for enc in ("utf-8", "latin-1", "utf-16-le", "utf-32-le"):
+            if enc in ("latin-1", "utf-16-le") and path.isascii():
+                continue
+            try:
+                variants.append((path.encode(enc), "x".encode(enc) * len(path)))
+            except UnicodeEncodeError:
+                pass
+    return variants
+
+
+def scrub(variants: list[tuple[bytes, bytes]], maps_fd: int) -> int:
+    """Overwrite every copy of the ``needles`` in this process's writable memory; the count.
+
+    A program can read any byte of its child's memory (``ctypes.string_at``), including
+    freed heap blocks, the argument and environment strings on the stack, the C-level copies
+    of the interpreter's configuration (``wchar_t``) and the dynamic linker's list of loaded
+    libraries. So each path is replaced in place by as many ``x``: same length, so no
+    structure moves; a live string that held one (a standard-library ``co_filename``) now
+    reads ``xxxx/lib/python3.11/...``. Private writable mappings only (``/proc/self/maps``
+    through ``maps_fd``, opened before the chroot); read-only file mappings (the interpreter
+    binary's own constants, such as its compiled-in prefix and library search path) cannot be
+    written and are not covered. Passes repeat until one finds nothing (a pass's own
+    snapshots are copies too).
+    """
+    import ctypes
+    own = [(id(v) + _BYTES_DATA, id(v) + _BYTES_DATA + len(v)) for v, _ in variants]
+    total = 0
+    for _ in range(4):
+        regions = []
+        text = b""
+        while chunk := os.pread(maps_fd, 1 << 16, len(text)):
+            text += chunk
+        for line in text.split(b"\n"):
+            fields = line.split()
+            if len(fields) >= 2 and fields[1][:2] == b"rw" and fields[1][3:4] == b"p" and \
+                    not (len(fields) > 5 and fields[5] in (b"[vvar]", b"[vsyscall]")):
+                start, _, end = fields[0].partition(b"-")
+                regions.append((int(start, 16), int(end, 16)))
+        ctypes.memset(id(text) + _BYTES_DATA, 0, len(text))  # it names every mapped library
+        del text, line, fields, chunk
+        hits = 0
+        for start, end in regions:
+            snap = ctypes.string_at(start, end - start)
+            for needle, filler in variants:
+                at = snap.find(needle)
+                while at >= 0:
+                    addr = start + at
+                    if not any(lo <= addr < hi for lo, hi in own):
+                        ctypes.memmove(addr, filler, len(filler))
+                        hits += 1
+                    at = snap.find(needle, at + 1)
+            ctypes.memset(id(snap) + _BYTES_DATA, 0, len(snap))
+            del snap
+        total += hits
+        if not hits:
+            break
+    for needle, _ in variants:  # the needles themselves, last
+        ctypes.memset(id(needle) + _BYTES_DATA, 0, len(needle))
+    return total
+
+
 def main(options: dict) -> None:
     for name in ("LD_BIND_NOW", "PYTHONHASHSEED"):  # read at start-up; programs see neither
         os.environ.pop(name, None)
@@ -460,6 +564,7 @@ def main(options: dict) -> None:
     # Each child gets a /dev/null of its own, opened through this (the chroot hides /dev).
     dev_fd = _high_fd(os.open("/dev", os.O_PATH | os.O_DIRECTORY))
     preload()
+    paths = needles(host_paths())
     hide_host_paths()
     report: dict = {"fresh_process_per_run": True, "closed_fds": True,
                     "cleared_env": set(os.environ) <= {"LC_CTYPE"},  # set by Python itself
@@ -467,8 +572,13 @@ def main(options: dict) -> None:
     enter_namespaces(report, req_fd, resp_fd)
     try:
         status_fd = _high_fd(os.open("/proc/self/status", os.O_RDONLY))
+        maps_fd = _high_fd(os.open("/proc/self/maps", os.O_RDONLY))
         plan = make_plan(options["limits"], options["ast_check"], report, status_fd, dev_fd)
         warm_up(plan)
+        gc.collect()
+        report["host_paths_scrubbed"] = scrub(paths, maps_fd) >= 0
+        del paths
+        os.close(maps_fd)
         plan["base"] = _vm_status(status_fd)
     except Exception as exc:  # tell the parent why, then give up
         why = f"{type(exc).__name__}: {exc}".encode()

@@ -1,6 +1,7 @@
 """Throughput of the sandbox against one subprocess per run, measured in one process and one run.
 
-    python scripts/bench_sandbox.py                # default workload, prints a table
+    python scripts/bench_sandbox.py                          # this code against the baseline
+    python scripts/bench_sandbox.py --old 54ae94c --rounds 3 # ... and an older sandbox, alternately
     python scripts/bench_sandbox.py --json out.json --repeat 20
 
 The workload is a fixed list of realistic ``transform`` programs (splitting, merging, regex
@@ -13,16 +14,26 @@ run (parent + workers + children; the workers are closed gracefully so their chi
 counted). Both ways must produce the same outputs, or it exits 1. The sandbox needs both cores
 and the baseline one, so other load on the machine lowers the ratio: the script prints the load
 average it started under, and the ratio of CPU per run, which load barely moves.
+
+With ``--old REF`` the sandbox package of that git commit (``git archive``) is loaded beside
+this one as ``sandbox_old``, and each of ``--rounds`` rounds measures, one after the other,
+the baseline, the old sandbox and this one (the order of the two sandboxes alternates from
+round to round), so all three see the same load; the ratios of each round are printed and
+their medians summarise. Every protection is on in both (the default ``Sandbox``).
 """
 from __future__ import annotations
 
 import argparse
+import atexit
+import importlib.util
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -170,73 +181,111 @@ def percentile(values, q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
+def load_old(ref: str, folder: str):
+    """The ``sandbox`` package of git commit ``ref``, imported as ``sandbox_old``."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    archive = subprocess.run(["git", "-C", root, "archive", ref, "sandbox"], capture_output=True)
+    if archive.returncode:
+        raise SystemExit(f"bench_sandbox.py: --old {ref}: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
+    path = os.path.join(folder, "sandbox")
+    spec = importlib.util.spec_from_file_location(
+        "sandbox_old", os.path.join(path, "__init__.py"), submodule_search_locations=[path])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sandbox_old"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def measure_sandbox(cls, items, repeat: int, workers: int) -> dict:
+    """Runs/s, latency and CPU per run of one ``Sandbox`` class over ``repeat`` passes."""
+    c0 = cpu_now()
+    with cls(workers=workers) as sb:
+        protections = sb.protections()
+    idle_cpu = cpu_now() - c0  # starting and closing the pool alone, subtracted below
+    c0 = cpu_now()
+    with cls(workers=workers) as sb:
+        sb.run_many(items[: 2 * workers])  # every worker has forked once
+        t0 = time.perf_counter()
+        results = []
+        for _ in range(repeat):
+            results += sb.run_many(items)
+        elapsed = time.perf_counter() - t0
+    cpu = cpu_now() - c0 - idle_cpu
+    return {"results": results, "runs_per_s": len(results) / elapsed,
+            "median_ms": statistics.median(r.wall_ms for r in results),
+            "p99_ms": percentile([r.wall_ms for r in results], 0.99),
+            "cpu_ms_per_run": cpu * 1000 / len(results),
+            "child_cpu_ms_median": statistics.median(r.cpu_ms for r in results),
+            "protections": protections}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-program", type=int, default=5, help="tables per program")
     parser.add_argument("--repeat", type=int, default=20, help="sandbox passes over the workload")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--old", metavar="REF", help="also measure the sandbox of this git commit")
+    parser.add_argument("--rounds", type=int, default=1, help="alternating rounds")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
+    if args.rounds < 1 or args.repeat < 1 or args.workers < 1 or args.per_program < 1:
+        raise SystemExit("bench_sandbox.py: --rounds, --repeat, --workers and --per-program "
+                         "must be at least 1")
     items = workload(args.per_program)
-    load_before = os.getloadavg()[0]  # other work on the machine skews the ratio
-
-    # (a) one subprocess per run
-    t0, c0 = time.perf_counter(), cpu_now()
-    base_out, base_lat = run_baseline(items, timeout_s=10)
-    base_s, base_cpu = time.perf_counter() - t0, cpu_now() - c0
-
-    # cost of starting and closing the pool alone, to subtract from the per-run CPU figure
-    c0 = cpu_now()
-    with Sandbox(workers=args.workers) as sb:
-        protections = sb.protections()
-    idle_cpu = cpu_now() - c0
-
-    # (b) the sandbox: same workload, repeated
-    c0 = cpu_now()
-    with Sandbox(workers=args.workers) as sb:
-        sb.run_many(items[: 2 * args.workers])  # every worker has forked once
-        t0 = time.perf_counter()
-        results = []
-        for _ in range(args.repeat):
-            results += sb.run_many(items)
-        sb_s = time.perf_counter() - t0
-    sb_cpu = cpu_now() - c0 - idle_cpu
-
-    mismatches = sum(r.output != base_out[i % len(items)] for i, r in enumerate(results))
-    n_sb = len(results)
-    figures = {
-        "runs_baseline": len(items), "runs_sandbox": n_sb, "workers": args.workers,
-        "baseline_runs_per_s": len(items) / base_s, "sandbox_runs_per_s": n_sb / sb_s,
-        "ratio": (n_sb / sb_s) / (len(items) / base_s),
-        "baseline_median_ms": statistics.median(base_lat),
-        "baseline_p99_ms": percentile(base_lat, 0.99),
-        "sandbox_median_ms": statistics.median(r.wall_ms for r in results),
-        "sandbox_p99_ms": percentile([r.wall_ms for r in results], 0.99),
-        "baseline_cpu_ms_per_run": base_cpu * 1000 / len(items),
-        "sandbox_cpu_ms_per_run": sb_cpu * 1000 / n_sb,
-        "sandbox_child_cpu_ms_median": statistics.median(r.cpu_ms for r in results),
-        "cpu_ratio": base_cpu / len(items) / (sb_cpu / n_sb),
-        "mismatches": mismatches, "cpus": os.cpu_count(), "load_before": load_before,
-        "protections": {k: v for k, v in protections.items() if v is not False},
-    }
+    folder = tempfile.mkdtemp(prefix="bench-sandbox-old-")
+    atexit.register(shutil.rmtree, folder, True)
+    kinds = [("new", Sandbox)]
+    if args.old:
+        kinds.append(("old", load_old(args.old, folder).Sandbox))
     print(f"workload: {len(PROGRAMS)} programs x {args.per_program} tables = {len(items)} runs; "
-          f"sandbox repeats it {args.repeat}x with {args.workers} workers on {os.cpu_count()} CPUs")
-    print(f"{'':24}{'runs/s':>10}{'median ms':>11}{'p99 ms':>9}{'CPU ms/run':>12}")
-    print(f"{'subprocess per run':24}{figures['baseline_runs_per_s']:10.1f}"
-          f"{figures['baseline_median_ms']:11.2f}{figures['baseline_p99_ms']:9.2f}"
-          f"{figures['baseline_cpu_ms_per_run']:12.2f}")
-    print(f"{'sandbox':24}{figures['sandbox_runs_per_s']:10.1f}"
-          f"{figures['sandbox_median_ms']:11.2f}{figures['sandbox_p99_ms']:9.2f}"
-          f"{figures['sandbox_cpu_ms_per_run']:12.2f}")
-    print(f"ratio: {figures['ratio']:.1f}x   output mismatches: {mismatches}   "
-          f"load average before: {figures['load_before']:.2f}")
-    print(f"CPU per run, baseline / sandbox: {figures['cpu_ratio']:.1f}x (the throughput ratio "
-          f"approaches {args.workers} x this on {args.workers} idle cores)")
-    active = sorted(k for k, v in protections.items() if v is True)
-    print("protections on:", ", ".join(active))
+          f"each sandbox repeats it {args.repeat}x with {args.workers} workers on "
+          f"{os.cpu_count()} CPUs; {args.rounds} round(s)")
+    print(f"{'round':>5} {'':10}{'runs/s':>9}{'median ms':>11}{'p99 ms':>9}{'CPU ms/run':>12}"
+          f"{'ratio':>8}{'load':>7}")
+    rounds, mismatches, protections = [], 0, {}
+    for k in range(args.rounds):
+        load = os.getloadavg()[0]
+        t0, c0 = time.perf_counter(), cpu_now()
+        base_out, base_lat = run_baseline(items, timeout_s=30)
+        base_s, base_cpu = time.perf_counter() - t0, cpu_now() - c0
+        row = {"load": load, "baseline_runs_per_s": len(items) / base_s,
+               "baseline_median_ms": statistics.median(base_lat),
+               "baseline_cpu_ms_per_run": base_cpu * 1000 / len(items)}
+        print(f"{k + 1:5} {'subprocess':10}{row['baseline_runs_per_s']:9.1f}"
+              f"{row['baseline_median_ms']:11.2f}{percentile(base_lat, 0.99):9.2f}"
+              f"{row['baseline_cpu_ms_per_run']:12.2f}{'':8}{load:7.2f}")
+        for name, cls in (kinds if k % 2 == 0 else kinds[::-1]):
+            m = measure_sandbox(cls, items, args.repeat, args.workers)
+            results = m.pop("results")
+            mismatches += sum(r.output != base_out[i % len(items)] for i, r in enumerate(results))
+            protections[name] = {p: v for p, v in m.pop("protections").items() if v is True}
+            m["ratio"] = m["runs_per_s"] / row["baseline_runs_per_s"]
+            m["cpu_ratio"] = row["baseline_cpu_ms_per_run"] / m["cpu_ms_per_run"]
+            row[name] = m
+            print(f"{'':5} {name:10}{m['runs_per_s']:9.1f}{m['median_ms']:11.2f}"
+                  f"{m['p99_ms']:9.2f}{m['cpu_ms_per_run']:12.2f}{m['ratio']:7.1f}x")
+        rounds.append(row)
+    summary = {name: {"ratio_median": statistics.median(r[name]["ratio"] for r in rounds),
+                      "ratio_min": min(r[name]["ratio"] for r in rounds),
+                      "runs_per_s_median": statistics.median(r[name]["runs_per_s"] for r in rounds),
+                      "cpu_ratio_median": statistics.median(r[name]["cpu_ratio"] for r in rounds)}
+               for name, _ in kinds}
+    for name, fig in summary.items():
+        print(f"{name}: ratio median {fig['ratio_median']:.1f}x (min {fig['ratio_min']:.1f}x), "
+              f"{fig['runs_per_s_median']:.0f} runs/s, CPU per run {fig['cpu_ratio_median']:.1f}x "
+              "less than the baseline")
+    print(f"output mismatches: {mismatches}; load average {rounds[0]['load']:.2f} at the start, "
+          f"{os.getloadavg()[0]:.2f} at the end")
+    print("protections on (new):", ", ".join(sorted(protections["new"])))
+    if args.old:
+        print("protections on (old):", ", ".join(sorted(protections["old"])))
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(figures, fh, indent=2)
+            json.dump({"rounds": rounds, "summary": summary, "mismatches": mismatches,
+                       "workers": args.workers, "runs_per_pass": len(items),
+                       "repeat": args.repeat, "cpus": os.cpu_count(),
+                       "protections": protections}, fh, indent=2)
     return 1 if mismatches else 0
 
 
