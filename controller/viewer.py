@@ -7,7 +7,7 @@ makes a 250-case page ~13x smaller) and unpacked by the browser's ``Decompressio
 
 The data per case: the visible task, the direct answer, every program chain (sample 0 is
 ``rounds``; v1's flat ``samples`` and v2's list of sample chains both load), the prompts the model
-was sent (the direct and WRITE prompts, and each FIX round's feedback turn), rebuilt by the same
+was sent (the direct and WRITE prompts, and the turns each FIX prompt adds), rebuilt by the same
 functions the rollout calls (``tracegen.prompts`` / ``tracegen.conversations``) since traces do
 not store prompts, per-attempt tokens, latency and sandbox time, each policy's actions and
 outcome, and, kept apart under ``hidden``, everything graded against the hidden answer, which the
@@ -51,8 +51,9 @@ def _round_view(task, chain: list[dict], i: int, hidden_exact, repair_history: b
     keep = ("round", "kind", "raw", "code", "parse", "visible", "visible_pass", "test", "test_output",
             "finish_reason", "search_nodes", *COST_KEYS)
     out = {k: rnd.get(k) for k in keep if k in rnd}
-    # a FIX prompt is the WRITE prompt, the previous code as the model's turn, then this feedback
-    out["feedback_in"] = round_messages(task, chain, i, repair_history)[-1]["content"] if i else None
+    # a FIX prompt is the WRITE prompt followed by these turns: the previous code as the model's
+    # turn and the feedback on it (with --repair-history, every earlier attempt first)
+    out["fix_turns"] = round_messages(task, chain, i, repair_history)[len(write_messages(task)):] if i else None
     out["hidden_exact"] = hidden_exact
     return out
 

@@ -43,9 +43,9 @@ function attempt(c, j, rnd) {
     "</div>" + costLine(rnd, true));
   if (rnd.round === 0)
     h.push('<details class="prompt write-prompt"><summary>WRITE prompt the model was sent</summary>' + messages(c.prompts.write) + "</details>");
-  if (rnd.feedback_in)
-    h.push('<details class="prompt fix-prompt" open><summary>FIX prompt: the WRITE prompt, the previous code as the model\'s turn, then this feedback</summary>' +
-      messages([{ role: "user", content: rnd.feedback_in }]) + "</details>");
+  if (rnd.fix_turns)
+    h.push('<details class="prompt fix-prompt" open><summary>FIX prompt the model was sent: the WRITE prompt, then these turns</summary>' +
+      messages(rnd.fix_turns, true) + "</details>");
   h.push(rnd.code ? '<h4>Code</h4><pre class="code">' + highlight(rnd.code) + "</pre>" : '<p class="muted">(no code could be parsed)</p>');
   h.push("<details><summary>raw answer</summary><pre>" + esc(rnd.raw) + "</pre></details>");
   const pub = v.output != null ? diff(v.output, c.task.output_table) : "<pre>" + esc((v.error || "") + ": " + (v.message || "")) + "</pre>";

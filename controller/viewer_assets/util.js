@@ -89,9 +89,14 @@ function tables(items) {
 }
 
 // ---- chat messages ----------------------------------------------------------------------
-function messages(msgs) {
-  return '<div class="msgs">' + (msgs || []).map((m) => '<div class="msg ' + esc(m.role) + '"><div class="role">' +
-    esc(m.role) + "</div><pre>" + esc(m.content) + "</pre></div>").join("") + "</div>";
+// `foldAssistant`: the model's own earlier turns (code it wrote, shown above) start folded.
+function messages(msgs, foldAssistant) {
+  return '<div class="msgs">' + (msgs || []).map((m) => {
+    const body = "<pre>" + esc(m.content) + "</pre>";
+    const fold = foldAssistant && m.role === "assistant";
+    return '<div class="msg ' + esc(m.role) + '">' + (fold ? '<details><summary class="role">' + esc(m.role) + " · " +
+      plural(m.content.split("\n").length, "line", "lines") + "</summary>" + body + "</details>" : '<div class="role">' + esc(m.role) + "</div>" + body) + "</div>";
+  }).join("") + "</div>";
 }
 
 // ---- code highlighting ------------------------------------------------------------------
