@@ -439,6 +439,10 @@ def test_prompts_shown_are_the_prompts_the_rollout_sent(browser, tmp_path):
     assert len(fixes) == 2 and len(fixes[1]) == 6  # the second repair shows the whole history
     for i, sent_fix in enumerate(fixes, start=1):
         assert write + msgs(f"#attempt-0-{i} .fix-prompt") == sent_fix
+    # the raw answers as the model wrote them (the page stores them without the code they quote)
+    assert [page.text_content(f"#attempt-0-{i} .raw pre") for i in range(3)] == [r["raw"] for r in rec["rounds"]]
+    stored = read_page_data(tmp_path / "reports" / "viewer" / "index.html")["cases"][0]["chains"][0]
+    assert all(r["raw_ref"] and r["code"] not in r["raw"] for r in stored)
     assert errors == []
 
 

@@ -34,6 +34,11 @@ function attemptTable(c) {
     '</th><th class="n">' + ms(t.sandbox_ms) + "</th><th></th></tr></tfoot></table>";
 }
 
+// Put back the code viewer.py cut out of a raw answer or a FIX prompt turn (see _cut_code there).
+function uncut(text, ref, chain) {
+  return ref ? text.slice(0, ref[3]) + chain[ref[0]].code.slice(ref[1], ref[2]) + text.slice(ref[3]) : text;
+}
+
 function attempt(c, j, rnd) {
   const v = rnd.visible || {}, t = rnd.test || {}, h = [];
   h.push('<div class="attempt' + (rnd.visible_pass ? " passed" : "") + '" id="attempt-' + j + "-" + esc(rnd.round) + '"><h3>sample ' + j +
@@ -45,9 +50,9 @@ function attempt(c, j, rnd) {
     h.push('<details class="prompt write-prompt"><summary>WRITE prompt the model was sent</summary>' + messages(c.prompts.write) + "</details>");
   if (rnd.fix_turns)
     h.push('<details class="prompt fix-prompt" open><summary>FIX prompt the model was sent: the WRITE prompt, then these turns</summary>' +
-      messages(rnd.fix_turns, true) + "</details>");
+      messages(rnd.fix_turns.map((m) => ({ role: m.role, content: uncut(m.content, m.ref, c.chains[j]) })), true) + "</details>");
   h.push(rnd.code ? '<h4>Code</h4><pre class="code">' + highlight(rnd.code) + "</pre>" : '<p class="muted">(no code could be parsed)</p>');
-  h.push("<details><summary>raw answer</summary><pre>" + esc(rnd.raw) + "</pre></details>");
+  h.push('<details class="raw"><summary>raw answer</summary><pre>' + esc(uncut(rnd.raw || "", rnd.raw_ref, c.chains[j])) + "</pre></details>");
   const pub = v.output != null ? diff(v.output, c.task.output_table) : "<pre>" + esc((v.error || "") + ": " + (v.message || "")) + "</pre>";
   const test = rnd.test_output != null ? grid(rnd.test_output) : "<pre>" + esc((t.error || "no output") + (t.message ? ": " + t.message : "")) + "</pre>";
   h.push(tables([["Public example: output vs example output", pub], ["New input: output", test]]));
