@@ -457,3 +457,21 @@ def test_hostile_text_is_shown_not_run(browser, crafted):
     assert "</script><script>window.pwned=2</script>" in page.text_content("#attempt-0-0 pre.code")
     assert page.locator("#case img, #cases img").count() == 0
     assert page.evaluate("window.pwned") is None and errors == []
+
+
+def test_view_traces_reads_a_gzipped_trace_file(run, tmp_path):
+    """A committed study may keep fresh_traces.jsonl.gz (results/foofah_k3): same page data."""
+    import gzip
+
+    _, rep, _ = run
+    root = tmp_path / "gz"
+    shutil.copytree(rep, root / "reports", ignore=shutil.ignore_patterns("viewer", "sft"))
+    trace = root / "reports" / "fresh_traces.jsonl"
+    (root / "reports" / "fresh_traces.jsonl.gz").write_bytes(gzip.compress(trace.read_bytes()))
+    trace.unlink()
+    r = script(VIEW, str(root))
+    assert r.returncode == 0, r.stderr
+    assert read_page_data(root / "reports" / "viewer" / "index.html") == read_page_data(rep / "viewer" / "index.html")
+    (root / "reports" / "fresh_traces.jsonl.gz").write_bytes(b"not gzip")
+    r = script(VIEW, str(root))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "fresh_traces.jsonl.gz" in r.stderr

@@ -1,6 +1,9 @@
 // The trace viewer, part 4: one case (#case/<id>): the task, the direct answer, the hindsight
 // grades, each policy's actions, every attempt's cost, prompt, code and runs.
 
+// "stop" is the normal end of a generation; anything else (length, budget, ...) is worth a look.
+const finishBadge = (f) => "finish " + badge(f || "?", f && f !== "stop" ? "warn" : "");
+
 function parseBadge(p) {
   p = p || {};
   return "parse " + badge((p.status || "?") + (p.detail ? " (" + p.detail + ")" : ""), p.status === "failed" ? "fail" : "");
@@ -43,7 +46,7 @@ function attempt(c, j, rnd) {
   const v = rnd.visible || {}, t = rnd.test || {}, h = [];
   h.push('<div class="attempt' + (rnd.visible_pass ? " passed" : "") + '" id="attempt-' + j + "-" + esc(rnd.round) + '"><h3>sample ' + j +
     " · round " + esc(rnd.round) + " · " + esc((rnd.kind || "").toUpperCase()) + '</h3><div class="badges">' + parseBadge(rnd.parse) +
-    " finish " + badge(rnd.finish_reason || "?") + (rnd.search_nodes != null ? " search nodes " + badge(num(rnd.search_nodes)) : "") +
+    " " + finishBadge(rnd.finish_reason) + (rnd.search_nodes != null ? " search nodes " + badge(num(rnd.search_nodes)) : "") +
     " public example " + badge(rnd.visible_pass ? "pass" : "fail" + (v.error ? ": " + v.error : ""), rnd.visible_pass ? "pass" : "fail") +
     "</div>" + costLine(rnd, true));
   if (rnd.round === 0)
@@ -88,7 +91,7 @@ function casePage(id) {
   h.push('<div class="panel"><h3>Task (what the model and a controller see)</h3>' +
     tables([["Example input", grid(c.task.input_table)], ["Example output", grid(c.task.output_table)], ["New input", grid(c.task.test_table)]]) + "</div>");
   const d = c.direct;
-  h.push('<div class="panel" id="direct"><h3>Direct answer</h3><div class="badges">' + parseBadge(d.parse) + " finish " + badge(d.finish_reason || "?") +
+  h.push('<div class="panel" id="direct"><h3>Direct answer</h3><div class="badges">' + parseBadge(d.parse) + " " + finishBadge(d.finish_reason) +
     "</div>" + costLine(d, false) + grid(d.table) +
     '<details class="prompt direct-prompt"><summary>direct prompt the model was sent</summary>' + messages(c.prompts.direct) + "</details>" +
     "<details><summary>raw answer</summary><pre>" + esc(d.raw) + "</pre></details></div>");
