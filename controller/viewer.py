@@ -1,21 +1,32 @@
 """``reports/viewer/index.html``: one self-contained page to browse a run (no network, no server).
 
-The page is ``viewer_assets/page.html`` with its CSS, its JavaScript and the run's data inlined
-(the data as one JSON object), so the single file opens from disk and can be sent on. The data
-per case: the visible task, the direct answer, every program chain (sample 0 is ``rounds``; v1's
-flat ``samples`` and v2's list of sample chains both load), the repair prompt each FIX round was
-sent (rebuilt by ``tracegen.conversations``), each policy's actions and outcome, and, kept apart
-under ``hidden``, everything graded against the hidden answer, which the page marks as hindsight.
+The page is ``viewer_assets/page.html`` with its CSS, its JavaScript and the run's data inlined,
+so the single file opens from disk and can be sent on. The data is one JSON object, gzipped and
+base64-encoded (traces repeat themselves: code in ``raw`` and ``code``, tables in prompts; gzip
+makes a 250-case page ~13x smaller) and unpacked by the browser's ``DecompressionStream``.
+
+The data per case: the visible task, the direct answer, every program chain (sample 0 is
+``rounds``; v1's flat ``samples`` and v2's list of sample chains both load), the prompts the model
+was sent (the direct and WRITE prompts, and the turns each FIX prompt adds), rebuilt by the same
+functions the rollout calls (``tracegen.prompts`` / ``tracegen.conversations``) since traces do
+not store prompts, per-attempt tokens, latency and sandbox time, each policy's actions and
+outcome, and, kept apart under ``hidden``, everything graded against the hidden answer, which the
+page marks as hindsight. The run: its config (sampling, seeds, budgets), the trace config of
+``run_config.json``, versions, timing, the per-seed spread and held-out results.
 
 ``build_viewer(reports_dir)`` reads the run's files (final_summary.json, the trace file,
 split_manifest.json, predictions/*.jsonl); the pipeline passes what it has in memory instead.
 """
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+import re
 from pathlib import Path
 
 from tracegen.conversations import program_chains, record_task, round_messages
+from tracegen.prompts import direct_messages, write_messages
 from tracegen.records import read_traces
 
 from .failures import direct_category, repeated_repairs, round_category, visibly_solvable
@@ -23,7 +34,9 @@ from .figures import ordered_policies
 from .outputs import atomic_write_text
 
 ASSETS = Path(__file__).parent / "viewer_assets"
+JS_FILES = ("util.js", "overview.js", "list.js", "case.js", "main.js")  # concatenated in this order
 HELDOUT_SPLITS = ("dev", "test")
+COST_KEYS = ("prompt_tokens", "completion_tokens", "gen_ms")
 
 
 class ViewerInputError(Exception):
@@ -33,12 +46,38 @@ class ViewerInputError(Exception):
 # ----------------------------------------------------------------------------- per case
 
 
-def _round_view(task, chain: list[dict], i: int, hidden_exact) -> dict:
+def _cut_code(text: str, chain: list[dict], upto: int) -> tuple[str, list[int]] | None:
+    """``text`` without the first program of ``chain[:upto + 1]`` (latest first) it quotes, and
+    where to put it back: ``[round, a, b, at]`` means ``text[:at] + code[a:b] + text[at:]``.
+
+    A model's raw answer quotes its code, and a FIX prompt quotes the earlier code: cutting those
+    copies out keeps the page's data (parsed on every load) about a third smaller, exactly."""
+    for k in range(upto, -1, -1):
+        code = chain[k].get("code") or ""
+        for piece in (code, code.strip()):
+            at = text.find(piece) if len(piece) >= 40 else -1
+            if at >= 0:
+                a = code.find(piece)
+                return text[:at] + text[at + len(piece):], [k, a, a + len(piece), at]
+    return None
+
+
+def _round_view(task, chain: list[dict], i: int, hidden_exact, repair_history: bool) -> dict:
     rnd = chain[i]
     keep = ("round", "kind", "raw", "code", "parse", "visible", "visible_pass", "test", "test_output",
-            "finish_reason", "search_nodes")
+            "finish_reason", "search_nodes", *COST_KEYS)
     out = {k: rnd.get(k) for k in keep if k in rnd}
-    out["feedback_in"] = round_messages(task, chain, i)[-1]["content"] if i else None
+    cut = _cut_code(out.get("raw") or "", chain, i)
+    if cut:
+        out["raw"], out["raw_ref"] = cut
+    # a FIX prompt is the WRITE prompt followed by these turns: the previous code as the model's
+    # turn and the feedback on it (with --repair-history, every earlier attempt first)
+    turns = round_messages(task, chain, i, repair_history)[len(write_messages(task)):] if i else None
+    for m in turns or []:
+        cut = _cut_code(m["content"], chain, i - 1) if m["role"] == "assistant" else None
+        if cut:
+            m["content"], m["ref"] = cut
+    out["fix_turns"] = turns
     out["hidden_exact"] = hidden_exact
     return out
 
@@ -74,7 +113,7 @@ def _outcome(record: dict, chains) -> str:
         (direct, program), "neither")
 
 
-def case_view(record: dict, policies: list[str], by_policy: dict[str, dict]) -> dict:
+def case_view(record: dict, policies: list[str], by_policy: dict[str, dict], repair_history: bool = False) -> dict:
     task = record_task(record)
     chains = program_chains(record)
     hidden = record.get("hidden") or {}
@@ -87,8 +126,11 @@ def case_view(record: dict, policies: list[str], by_policy: dict[str, dict]) -> 
     return {
         "id": record["case_id"], "family": record["family"], "split": record.get("split", "unassigned"),
         "task": record.get("task") or {},
-        "direct": {k: direct.get(k) for k in ("raw", "table", "parse", "finish_reason")},
-        "chains": [[_round_view(task, chain, i, exact[i]) for i in range(len(chain))] for chain, exact in chains],
+        "direct": {k: direct.get(k) for k in ("raw", "table", "parse", "finish_reason", "search_nodes", *COST_KEYS)},
+        "prompts": {"direct": direct_messages(task), "write": write_messages(task)},  # as the rollout builds them
+        "chains": [[_round_view(task, chain, i, exact[i], repair_history) for i in range(len(chain))]
+                   for chain, exact in chains],
+        "totals": record.get("totals") or {},
         "hidden": {"answer": hidden.get("answer"), "direct_exact": hidden.get("direct_exact"),
                    "direct_category": direct_category(record) if hidden.get("answer") is not None else None},
         "outcome": _outcome(record, chains), "cats": _categories(record, chains),
@@ -99,7 +141,7 @@ def case_view(record: dict, policies: list[str], by_policy: dict[str, dict]) -> 
 # ----------------------------------------------------------------------------- the run
 
 
-def run_view(summary: dict, records: list[dict], figures: list[str]) -> dict:
+def run_view(summary: dict, records: list[dict], figures: list[str], run_config: dict | None = None) -> dict:
     cfg = summary.get("config") or {}
     backend = cfg.get("backend") or {}
     pr = summary.get("policy_results") or {}
@@ -117,23 +159,49 @@ def run_view(summary: dict, records: list[dict], figures: list[str]) -> dict:
         "trace_file": cfg.get("trace_file"), "n_records": len(records),
         "splits": {s: {"cases": v["cases"], "families": len(v["families"])} for s, v in sorted(sizes.items())},
         "heldout": heldout, "figures": figures,
+        # run metadata: the whole config (sampling, seeds, budgets), what the traces were made with
+        "config": cfg, "trace_config": (run_config or {}).get("trace_config"), "versions": summary.get("versions"),
+        "timing": summary.get("timing"), "seeds": summary.get("seeds"), "split_method": summary.get("split_method"),
     }
 
 
-def viewer_data(summary: dict, records: list[dict], outcomes: dict[str, list[dict]], figures: list[str]) -> dict:
+def viewer_data(summary: dict, records: list[dict], outcomes: dict[str, list[dict]], figures: list[str],
+                run_config: dict | None = None) -> dict:
     policies = ordered_policies(outcomes) if outcomes else []
     by_policy = {p: {o["case_id"]: o for o in outcomes[p]} for p in policies}
-    return {"run": run_view(summary, records, figures), "policies": policies,
-            "cases": [case_view(r, policies, by_policy) for r in records]}
+    history = bool(((summary.get("config") or {}).get("rollout") or {}).get("repair_history"))
+    return {"run": run_view(summary, records, figures, run_config), "policies": policies,
+            "cases": [case_view(r, policies, by_policy, history) for r in records]}
 
 
 def render_page(data: dict) -> str:
-    # "<" only occurs inside JSON strings: escaping it keeps "</script>" and "<!--" out of the page.
-    blob = json.dumps(data, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c")
-    page = (ASSETS / "page.html").read_text()
-    return (page.replace("/*CSS*/", (ASSETS / "viewer.css").read_text())
-                .replace("/*JS*/", (ASSETS / "viewer.js").read_text())
-                .replace("/*DATA*/null", blob))
+    # mtime=0: the same run gives the same bytes. Base64 has no "<", so no "</script>" in the data.
+    blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    packed = base64.b64encode(gzip.compress(blob, compresslevel=9, mtime=0)).decode("ascii")
+    js = "\n".join((ASSETS / name).read_text() for name in JS_FILES)
+    page = (ASSETS / "page.html").read_text().replace("/*DATA*/", packed)  # first: the assets cannot hold it
+    return page.replace("/*CSS*/", (ASSETS / "viewer.css").read_text()).replace("/*JS*/", js)
+
+
+def read_page_data(path: str | Path) -> dict:
+    """The data object inlined in a written page (for tests and scripts)."""
+    m = re.search(r'<script id="viewer-data" type="application/gzip;base64">([A-Za-z0-9+/=]*)</script>',
+                  Path(path).read_text())
+    if m is None:
+        raise ViewerInputError(f"{path}: no viewer data in this page")
+    return json.loads(gzip.decompress(base64.b64decode(m.group(1))))
+
+
+def _run_config(reports_dir: Path, summary: dict) -> dict | None:
+    """``run_config.json`` (the settings the traces were made with): metadata, so a missing or
+    unreadable one leaves that part of the page empty rather than failing a finished run."""
+    tag = (summary.get("config") or {}).get("tag")
+    path = reports_dir / (f"run_config_{tag}.json" if tag else "run_config.json")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def write_viewer(reports_dir: str | Path, summary: dict, records: list[dict],
@@ -141,8 +209,9 @@ def write_viewer(reports_dir: str | Path, summary: dict, records: list[dict],
     """Write ``reports_dir/viewer/index.html`` from a run in memory; returns its path."""
     reports_dir = Path(reports_dir)
     figures = sorted(p.name for p in (reports_dir / "figures").glob("*.png"))
+    data = viewer_data(summary, records, outcomes, figures, _run_config(reports_dir, summary))
     path = reports_dir / "viewer" / "index.html"
-    atomic_write_text(path, render_page(viewer_data(summary, records, outcomes, figures)))
+    atomic_write_text(path, render_page(data))
     return path
 
 
@@ -154,6 +223,24 @@ def _read_json(path: Path):
         return json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ViewerInputError(f"{path}: cannot read it as JSON ({type(err).__name__})") from None
+
+
+def _read_gzipped_traces(gz: Path) -> list[dict]:
+    import tempfile
+
+    from tracegen.records import TraceFileError
+
+    try:
+        data = gzip.decompress(gz.read_bytes())
+    except (OSError, EOFError) as err:  # BadGzipFile is an OSError
+        raise ViewerInputError(f"{gz}: not a readable gzip file ({type(err).__name__})") from None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / gz.stem
+        path.write_bytes(data)
+        try:
+            return read_traces(path, warn=lambda _msg: None)
+        except TraceFileError as err:  # name the file the user has, not the temporary copy
+            raise TraceFileError(str(err).replace(str(path), str(gz))) from None
 
 
 def load_run(reports_dir: str | Path) -> tuple[dict, list[dict], dict[str, list[dict]]]:
@@ -168,10 +255,11 @@ def load_run(reports_dir: str | Path) -> tuple[dict, list[dict], dict[str, list[
     if not isinstance(summary, dict):
         raise ViewerInputError(f"{spath}: not a JSON object")
     tpath = reports_dir / ((summary.get("config") or {}).get("trace_file") or "fresh_traces.jsonl")
-    if not tpath.is_file():
+    gz = tpath.with_name(tpath.name + ".gz")  # a committed study may keep its traces gzipped
+    if not tpath.is_file() and not gz.is_file():
         raise ViewerInputError(f"{tpath}: trace file not found")
     try:
-        records = read_traces(tpath, warn=lambda _msg: None)
+        records = read_traces(tpath, warn=lambda _msg: None) if tpath.is_file() else _read_gzipped_traces(gz)
     except TraceFileError as err:
         raise ViewerInputError(str(err)) from None
     mpath = reports_dir / "split_manifest.json"
