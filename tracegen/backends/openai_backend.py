@@ -184,9 +184,10 @@ class _Pool:
                 ep.taken_out += 1
                 ep.down_until = now + ep.cooldown_s
 
-    def all_down(self) -> bool:
+    def all_failing(self) -> bool:
+        """Every endpoint is out of rotation or failed its latest attempt."""
         with self.lock:
-            return all(e.down_until for e in self.endpoints)
+            return all(e.down_until or e.consecutive for e in self.endpoints)
 
     def stats(self, wall_s: float) -> list[dict]:
         with self.lock:
@@ -320,12 +321,13 @@ class OpenAIBackend(Backend):
         return body
 
     def _give_up(self, url: str, attempts: int, why: str) -> EndpointError:
-        if len(self.urls) > 1 and self.pool.all_down():
-            eps = self.pool.endpoints
-            return EndpointError(f"all {len(eps)} endpoints are failing ("
-                                 + "; ".join(f"{e.url}: {e.last_error or 'out of rotation'}" for e in eps)
-                                 + f"); gave up after {attempts} attempts")
-        return EndpointError(f"{url}: gave up after {attempts} attempts ({why})")
+        if len(self.urls) == 1:
+            return EndpointError(f"{url}: gave up after {attempts} attempts ({why})")
+        eps = self.pool.endpoints
+        head = f"all {len(eps)} endpoints are failing" if self.pool.all_failing() else f"{len(eps)} endpoints"
+        return EndpointError(f"{head} (" + "; ".join(
+            f"{e.url}: {e.last_error or 'no error'}{' [out of rotation]' if e.down_until else ''}" for e in eps)
+            + f"); gave up after {attempts} attempts")
 
     def _one(self, request: GenerationRequest) -> Completion:
         """One request; a failure moves it at once to an endpoint it has not tried yet, and only
