@@ -130,6 +130,11 @@ def check_flags(cfg: RunConfig) -> None:
                       b.pipeline_parallel_size), ("--data-parallel-size", b.data_parallel_size)):
         if val < 1:
             raise UsageError(f"{flag}: must be >= 1, got {val}")
+        if val != 1 and b.name != "vllm":
+            raise UsageError(f"{flag}: only --backend vllm reads it (for openai, start the servers with it: "
+                             "vllm serve ... --tensor-parallel-size N)")
+    if b.distributed_executor_backend and b.name != "vllm":
+        raise UsageError("--distributed-executor-backend: only --backend vllm reads it")
     if b.max_retries < 0 or float(b.extra.get("probe_after_s", 1)) <= 0:
         raise UsageError("--max-retries: must be >= 0" if b.max_retries < 0 else "--endpoint-cooldown: must be > 0")
     if b.name == "openai" and b.base_url:

@@ -289,3 +289,17 @@ def test_run_config_records_the_parallel_settings(monkeypatch, tmp_path):
     assert summary["config"]["backend"]["pipeline_parallel_size"] == 1
     assert calls["async_init"]["data_parallel_size"] == 2 and calls["shutdown"] is True
     assert summary["timing"]["generation"]["cache_misses"] == 8  # 4 direct + 4 write, all on the engine
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--backend", "hf", "--tensor-parallel-size", "2"], "--tensor-parallel-size: only --backend vllm"),
+    (["--backend", "openai", "--data-parallel-size", "2"], "--data-parallel-size: only --backend vllm"),
+    (["--backend", "vllm", "--pipeline-parallel-size", "0"], "--pipeline-parallel-size: must be >= 1"),
+    (["--backend", "hf", "--distributed-executor-backend", "ray"], "--distributed-executor-backend: only"),
+])
+def test_parallel_flags_that_cannot_work_are_refused(flags, message):
+    from controller import cli
+    from controller.pipeline import UsageError, check_flags
+
+    with pytest.raises(UsageError, match=message):
+        check_flags(cli.build_config(cli.make_parser().parse_args(["--model", "m", *flags])))
