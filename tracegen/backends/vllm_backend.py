@@ -116,11 +116,13 @@ class VLLMBackend(Backend):
         if len(outputs) != len(requests):
             raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(requests)} requests")
         completions = []
-        for o in outputs:
+        rendered = self._engine.last_prompts if self._engine is not None else [None] * len(outputs)
+        for o, prompt in zip(outputs, rendered):
             gen = o.outputs[0]
             finish = "length" if gen.finish_reason == "length" else "stop"
             text = gen.text
-            if opens_thinking(getattr(o, "prompt", None) or "") and not text.lstrip().startswith("<think>"):
+            # LLM.chat reports the rendered prompt on its output; the async engine path keeps its own
+            if opens_thinking(prompt or getattr(o, "prompt", None) or "") and not text.lstrip().startswith("<think>"):
                 text = "<think>\n" + text
             completions.append(Completion(text, len(o.prompt_token_ids or []), len(gen.token_ids), per_ms, finish))
         return completions
@@ -174,6 +176,13 @@ class _AsyncEngine:
         self.thread = threading.Thread(target=self.loop.run_forever, name="vllm-async-engine", daemon=True)
         self.thread.start()
         self._ids = 0
+        self.last_prompts: list[str] = []
+        try:
+            from vllm.sampling_params import RequestOutputKind
+
+            self.final_only = RequestOutputKind.FINAL_ONLY
+        except ImportError:  # an older vLLM: every step's output arrives, the last one is kept
+            self.final_only = None
         try:
             self.engine, self.tokenizer, self.default_params = self._run(self._start(kwargs))
         except BaseException:
@@ -198,8 +207,12 @@ class _AsyncEngine:
             text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
                                                       **(template_kwargs or {}))
             prompts.append((text, self.tokenizer.encode(text, add_special_tokens=False)))
+        if self.final_only is not None:
+            for p in params:  # one output per request at its end, not one per decoding step
+                p.output_kind = self.final_only
         base = self._ids
         self._ids += len(prompts)
+        self.last_prompts = [text for text, _ in prompts]
         return self._run(self._wave(prompts, params, base))
 
     async def _one(self, text: str, ids: list, params, request_id: str):
@@ -208,7 +221,6 @@ class _AsyncEngine:
             final = out
         if final is None:
             raise RuntimeError(f"vLLM returned nothing for request {request_id}")
-        final.prompt = text  # the rendered prompt, as LLM.chat reports it (thinking detection)
         return final
 
     async def _wave(self, prompts: list, params: list, base: int) -> list:
