@@ -93,7 +93,7 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=0, help="seed for sampling and for every learner")
     g.add_argument("--max-new-tokens", type=int, default=1024, help="generation limit per completion")
     g.add_argument("--gen-batch-size", type=int, default=8, help="hf: prompts per generate call")
-    g.add_argument("--concurrency", type=int, default=8, help="openai: requests in flight")
+    g.add_argument("--concurrency", type=int, default=8, help="openai: requests in flight per endpoint")
     g.add_argument("--enable-thinking", action="store_true", help="let Qwen3.5 think before answering (chat template flag)")
     g.add_argument("--load-in-4bit", action="store_true", help="hf: 4-bit weights with bitsandbytes (GPU only; "
                    "vllm refuses it: give vllm a pre-quantized AWQ/GPTQ checkpoint instead)")
@@ -110,7 +110,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--request-timeout", type=float, default=120.0, help="openai: seconds per HTTP request")
     g.add_argument("--no-chat-template-kwargs", action="store_true", help="do not pass enable_thinking to the chat "
                    "template (openai: omit the chat_template_kwargs field that some servers reject)")
-    g.add_argument("--base-url", default=None, help="openai: endpoint, e.g. http://127.0.0.1:8000/v1")
+    g.add_argument("--base-url", default=None, help="openai: endpoint, e.g. http://127.0.0.1:8000/v1; several: "
+                   "comma-separated or @FILE (one URL a line), requests spread by outstanding load")
     g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: environment variable holding the key")
     g.add_argument("--replay", default=None, help="replay: the trace file whose raw outputs are re-parsed and re-run")
     g.add_argument("--cache-dir", default=None, help="generation cache directory (default for model backends: "
@@ -118,6 +119,21 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--synth-write-nodes", type=int, default=100, help="synth: search nodes for WRITE")
     g.add_argument("--synth-fix-nodes", type=int, default=40000, help="synth: search nodes for each FIX")
     g.add_argument("--synth-time-budget", type=float, default=20.0, help="synth: wall-clock cap per search, seconds")
+    g.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs one engine's layers are split "
+                   "over (vLLM's tensor_parallel_size; changes floating point, so it is in the cache key)")
+    g.add_argument("--pipeline-parallel-size", type=int, default=1, help="vllm: pipeline stages of one engine "
+                   "(vLLM's pipeline_parallel_size; with Ray, stages may sit on different nodes)")
+    g.add_argument("--data-parallel-size", type=int, default=1, help="vllm: engine replicas, each of tensor x "
+                   "pipeline GPUs, that vLLM balances requests over (vLLM's data_parallel_size, run by its AsyncLLM)")
+    g.add_argument("--distributed-executor-backend", choices=("mp", "ray"), default=None, help="vllm: how vLLM "
+                   "starts its workers: mp (one node) or ray (a Ray cluster, several nodes); default: vLLM's choice")
+    g.add_argument("--load-format", default=None, help="vllm: weight loading format passed to vLLM; 'dummy' "
+                   "builds random weights (throughput checks without a checkpoint)")
+    g.add_argument("--max-retries", type=int, default=5, help="openai: backoff retries per request once it has "
+                   "tried every endpoint in rotation")
+    g.add_argument("--endpoint-cooldown", type=float, default=None, help="openai: seconds an endpoint that failed "
+                   "3 times in a row stays out of rotation before one request probes it, doubling while it fails "
+                   "(default: 10)")
 
     g = p.add_argument_group("rollout and sandbox")
     g.add_argument("--max-repairs", type=int, default=2, help="repair rounds after the first program")
@@ -180,7 +196,10 @@ def build_config(args):
     extra = {k: v for k, v in (("max_model_len", args.max_model_len),
                                ("gpu_memory_utilization", args.gpu_memory_utilization),
                                ("enforce_eager", args.enforce_eager or None),
-                               ("language_model_only", args.language_model_only or None)) if v is not None}
+                               ("language_model_only", args.language_model_only or None),
+                               ("load_format", args.load_format),
+                               ("probe_after_s", args.endpoint_cooldown))
+             if v is not None}
     backend = BackendConfig(
         name=args.backend, model=args.model, temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
         seed=args.seed, dtype=args.dtype, device=args.device, request_timeout_s=args.request_timeout,
@@ -189,7 +208,9 @@ def build_config(args):
         enable_thinking=args.enable_thinking, load_in_4bit=args.load_in_4bit, base_url=args.base_url,
         api_key_env=args.api_key_env, replay_path=args.replay, cache_dir=cache,
         synth_write_nodes=args.synth_write_nodes, synth_fix_nodes=args.synth_fix_nodes,
-        synth_time_budget_s=args.synth_time_budget)
+        synth_time_budget_s=args.synth_time_budget, max_retries=args.max_retries,
+        tensor_parallel_size=args.tensor_parallel_size, pipeline_parallel_size=args.pipeline_parallel_size,
+        data_parallel_size=args.data_parallel_size, distributed_executor_backend=args.distributed_executor_backend)
     lora_kw = dict(base_model=args.policy_model, cache_dir=str(root / "reports" / "cache" / "tiny_base"),
                    max_steps=args.max_steps, batch_size=args.batch_size, grad_accum=args.grad_accum,
                    max_length=args.max_length, lora_r=args.lora_r, lora_alpha=args.lora_alpha,

@@ -126,6 +126,24 @@ def check_flags(cfg: RunConfig) -> None:
     if r.program_samples > 1 and b.temperature <= 0 and b.name not in ("synth", "replay"):
         raise UsageError(f"--program-samples {r.program_samples}: greedy decoding (--temperature 0) gives "
                          f"{b.name} the same program every time; sample with --temperature > 0 (e.g. 0.7)")
+    for flag, val in (("--tensor-parallel-size", b.tensor_parallel_size), ("--pipeline-parallel-size",
+                      b.pipeline_parallel_size), ("--data-parallel-size", b.data_parallel_size)):
+        if val < 1:
+            raise UsageError(f"{flag}: must be >= 1, got {val}")
+        if val != 1 and b.name != "vllm":
+            raise UsageError(f"{flag}: only --backend vllm reads it (for openai, start the servers with it: "
+                             "vllm serve ... --tensor-parallel-size N)")
+    if b.distributed_executor_backend and b.name != "vllm":
+        raise UsageError("--distributed-executor-backend: only --backend vllm reads it")
+    if b.max_retries < 0 or float(b.extra.get("probe_after_s", 1)) <= 0:
+        raise UsageError("--max-retries: must be >= 0" if b.max_retries < 0 else "--endpoint-cooldown: must be > 0")
+    if b.name == "openai" and b.base_url:
+        from tracegen.backends.openai_backend import parse_base_urls
+
+        try:
+            parse_base_urls(b.base_url)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
     if b.top_k is not None and b.top_k < 0:
         raise UsageError(f"--top-k: must be >= 0 (0: off), got {b.top_k}")
     if e.lora is not None and e.lora.base_model is not None:
@@ -319,6 +337,9 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, 
         t = time.monotonic()
         timing["trace_stats"] = _generate(cfg, backend, cases, split_of, tcfg, done, log)
         timing["traces_s"] = round(time.monotonic() - t, 2)
+        gen = getattr(backend, "stats", dict)()  # cache hits, per-endpoint throughput and errors
+        if gen:
+            timing["generation"] = gen
 
     if records is None:
         records = read_traces(path, warn=log)

@@ -197,3 +197,124 @@ def test_reasoning_cut_off_stays_open():
     c = _completion({"choices": [{"message": {"content": "", "reasoning_content": "def transform(t): ..."},
                                   "finish_reason": "length"}]}, 1.0)
     assert c.text == "<think>\ndef transform(t): ..." and parse_code(c.text).status == "truncated_thinking"
+
+
+# ---- several endpoints ------------------------------------------------------------------------
+
+@pytest.fixture
+def three():
+    servers = [FakeServer() for _ in range(3)]
+    yield servers
+    for s in servers:
+        s.close()
+
+
+def _multi(servers, **kw):
+    extra = {"retry_base_s": 0.01, "retry_max_s": 0.05, "probe_after_s": 0.3, **kw.pop("extra", {})}
+    return OpenAIBackend(_cfg(",".join(s.url for s in servers), extra=extra, **kw))
+
+
+def test_requests_spread_by_outstanding_load(three):
+    for s in three:
+        s.delay_s = 0.05
+    b = _multi(three, concurrency=2)
+    out = b.generate([_req(f"q{i}") for i in range(30)])
+    assert [c.text for c in out] == [f"echo:q{i}" for i in range(30)]
+    # 6 workers over 3 endpoints, each to the least loaded: never more than 2 on one server
+    assert all(s.max_in_flight <= 2 for s in three) and all(len(s.bodies) >= 5 for s in three)
+    stats = {e["url"]: e for e in b.stats()["endpoints"]}
+    assert [stats[s.url]["completions"] for s in three] == [len(s.bodies) for s in three]
+    assert all(e["failed_attempts"] == 0 and e["in_rotation"] for e in stats.values())
+
+
+def test_failing_endpoint_is_retried_elsewhere_taken_out_and_probed_back(three):
+    bad = three[1]
+    bad.failures = [503] * 5
+    b = _multi(three, concurrency=1)
+    out = b.generate([_req(f"a{i}") for i in range(12)])
+    assert [c.text for c in out] == [f"echo:a{i}" for i in range(12)]  # none lost
+    e = {x["url"]: x for x in b.stats()["endpoints"]}[bad.url]
+    assert e["errors"] == {"HTTP 503": e["failed_attempts"]} and e["taken_out"] == 1 and not e["in_rotation"]
+    assert e["failed_attempts"] == 3  # taken out after three in a row, then left alone
+    n_bad = len(bad.bodies)
+    b.generate([_req("b0")])
+    assert len(bad.bodies) == n_bad  # still out of rotation: not asked
+    time.sleep(0.35)  # the cooldown passes: one request probes it; two more 503s, then it answers
+    for i in range(6):
+        b.generate([_req(f"c{i}")])
+        time.sleep(0.02)
+    e = {x["url"]: x for x in b.stats()["endpoints"]}[bad.url]
+    assert len(bad.bodies) > n_bad  # probed
+    bad.failures = []
+    time.sleep(2.5)  # failed probes double the wait (0.6 s, 1.2 s)
+    b.generate([_req("d0"), _req("d1"), _req("d2")])
+    e = {x["url"]: x for x in b.stats()["endpoints"]}[bad.url]
+    assert e["restored"] == 1 and e["in_rotation"] and e["completions"] >= 1
+
+
+def test_an_endpoint_down_at_start_is_left_out_then_probed(three, capsys):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    b = OpenAIBackend(_cfg(f"{three[0].url},{dead}", extra={"retry_base_s": 0.01, "probe_after_s": 0.1}))
+    warning = capsys.readouterr().err
+    assert "unreachable" in warning and dead in warning
+    assert [c.text for c in b.generate([_req(str(i)) for i in range(4)])] == [f"echo:{i}" for i in range(4)]
+    time.sleep(0.15)
+    assert [c.text for c in b.generate([_req("later")])] == ["echo:later"]  # the probe fails over at once
+    e = {x["url"]: x for x in b.stats()["endpoints"]}[dead]
+    assert e["completions"] == 0 and e["errors"] and not e["in_rotation"]
+
+
+def test_all_endpoints_unreachable_at_start_names_each():
+    urls = []
+    socks = [socket.socket() for _ in range(2)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+        urls.append(f"http://127.0.0.1:{s.getsockname()[1]}/v1")
+    for s in socks:
+        s.close()
+    with pytest.raises(ConnectionError, match="cannot reach any of the 2") as err:
+        OpenAIBackend(_cfg(",".join(urls)))
+    assert all(u in str(err.value) for u in urls)
+
+
+def test_endpoints_serving_different_models_are_refused(three):
+    three[2].models = ["other"]
+    with pytest.raises(ValueError, match=f"not served at {three[2].url}"):
+        _multi(three)
+
+
+def test_all_endpoints_failing_names_each(three):
+    for s in three:
+        s.failures = [500] * 50
+    b = _multi(three, max_retries=1)
+    with pytest.raises(EndpointError, match="all 3 endpoints are failing") as err:
+        b.generate([_req("x")])
+    assert all(s.url in str(err.value) for s in three)
+
+
+def test_base_url_lists_and_files(tmp_path):
+    from tracegen.backends.openai_backend import parse_base_urls
+
+    assert parse_base_urls(" http://a:1/v1/ , http://b:2/v1") == ["http://a:1/v1", "http://b:2/v1"]
+    f = tmp_path / "eps.txt"
+    f.write_text("# replicas\nhttp://a:1/v1\n\nhttp://b:2/v1  # node 2\n")
+    assert parse_base_urls(f"@{f}") == ["http://a:1/v1", "http://b:2/v1"]
+    for bad, msg in ((f"@{tmp_path / 'none.txt'}", "cannot read the endpoint file"), ("http://a:1/v1,a:2", "not an http"),
+                     ("http://a:1/v1,http://a:1/v1/", "listed twice"), (" , ", "names no endpoint")):
+        with pytest.raises(ValueError, match=msg):
+            parse_base_urls(bad)
+    f.write_text("# nothing\n")
+    with pytest.raises(ValueError, match=rf"--base-url @{f}: names no endpoint"):
+        parse_base_urls(f"@{f}")
+
+
+def test_bad_base_url_is_one_line_exit_2(tmp_path, capsys):
+    from controller import cli
+
+    code = cli.main(["--root", str(tmp_path), "--generate-traces", "--backend", "openai", "--model", "m",
+                     "--base-url", f"@{tmp_path / 'missing.txt'}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("error: --base-url @") and "\n" not in err
+    assert not (tmp_path / "reports").exists()  # nothing written

@@ -87,8 +87,16 @@ class BackendConfig:
     synth_write_nodes: int = 100
     synth_fix_nodes: int = 40_000
     synth_time_budget_s: float = 20.0
+    # vllm parallelism, passed unchanged to vLLM's own engine arguments (no process farm here):
+    # tensor and pipeline parallel split one engine over GPUs, data parallel runs replicas of it
+    # (vLLM's AsyncLLM with its own DP coordinator); the executor is "mp" or "ray" (None: vLLM's choice)
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    distributed_executor_backend: str | None = None
     # engine options: vllm reads max_model_len, gpu_memory_utilization, enforce_eager,
-    # language_model_only, tensor_parallel_size; openai reads retry_base_s, retry_max_s
+    # language_model_only, load_format (and a legacy tensor_parallel_size); openai reads
+    # retry_base_s, retry_max_s, fail_threshold, probe_after_s
     extra: dict = field(default_factory=dict)
 
 
@@ -122,6 +130,10 @@ class Backend(ABC):
     def identity(self) -> dict:
         """What pins the model beyond its name (a config hash, a served model's id and root);
         part of the generation cache key so two different models under one name never share hits."""
+        return {}
+
+    def stats(self) -> dict:
+        """Run statistics for the summary's ``timing`` section (e.g. per-endpoint throughput)."""
         return {}
 
     def close(self) -> None:

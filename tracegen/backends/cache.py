@@ -4,7 +4,11 @@ The key is the sha256 of the JSON of: backend name, model name and identity (``i
 a model folder's config hash and weight sizes, a served model's id and root), ``base_url``,
 the chat messages, the sampling parameters (temperature, top_p, top_k, seed, max_new_tokens,
 enable_thinking, chat_template_kwargs, load_in_4bit, dtype), the backend's ``extra`` engine
-settings (retry timings excepted: they change no output) and the sample index. An entry that
+settings (retry and endpoint-health timings excepted: they change no output), vLLM's tensor and
+pipeline parallel sizes when not 1 (a sharded model sums in another order, so its floating point
+differs) and the sample index. Data-parallel replicas and the executor backend (mp or ray) are
+left out: every replica is the same engine and a request's seed is its own. With several
+``--base-url`` endpoints the key holds their sorted list (one URL: the URL, as before). An entry that
 is unreadable, ``null`` or missing fields is a miss and is regenerated. Each entry is one small JSON file at ``<dir>/<key[:2]>/<key>.json``,
 written to a temporary file in the same folder and moved into place with ``os.replace``, so a
 killed run never leaves a torn entry and concurrent runs sharing a cache cannot corrupt it.
@@ -26,10 +30,19 @@ from .base import Backend, Completion, GenerationRequest, PartialGeneration
 CACHE_VERSION = 2
 _SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "seed", "max_new_tokens", "enable_thinking",
                     "chat_template_kwargs", "load_in_4bit", "dtype")
-_TRANSPORT_ONLY = ("retry_base_s", "retry_max_s")  # extra keys that change no output
+_TRANSPORT_ONLY = ("retry_base_s", "retry_max_s", "fail_threshold", "probe_after_s")  # change no output
 _REQUIRED = {"text": str, "prompt_tokens": int, "completion_tokens": int, "latency_ms": (int, float),
              "finish_reason": str}
 _KNOWN = {f.name for f in fields(Completion)}
+
+
+def _endpoints_key(base_url: str | None):
+    """One URL as given; several (comma-separated or ``@file``): their sorted list."""
+    if not base_url or ("," not in base_url and not base_url.startswith("@")):
+        return base_url
+    from .openai_backend import parse_base_urls
+
+    return sorted(parse_base_urls(base_url))
 
 
 def _valid(data) -> bool:
@@ -61,12 +74,15 @@ class CachedBackend(Backend):
             "backend": self.inner.name,
             "model": self.inner.model_name,
             "identity": self._identity,
-            "base_url": self.config.base_url,
+            "base_url": _endpoints_key(self.config.base_url),
             "extra": {k: v for k, v in self.config.extra.items() if k not in _TRANSPORT_ONLY},
             "messages": request.messages,
             "sampling": sampling,
             "sample": request.sample,
         }
+        parallel = {f: getattr(self.config, f, 1) for f in ("tensor_parallel_size", "pipeline_parallel_size")}
+        if any(v != 1 for v in parallel.values()):  # absent at 1, so keys made before stay valid
+            payload["parallel"] = parallel
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -122,6 +138,9 @@ class CachedBackend(Backend):
                 self._store(keys[i], c)
                 out[i] = c
         return out  # type: ignore[return-value]
+
+    def stats(self) -> dict:
+        return {"cache_hits": self.hits, "cache_misses": self.misses, **self.inner.stats()}
 
     def close(self) -> None:
         self.inner.close()
