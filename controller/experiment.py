@@ -20,16 +20,18 @@ from tracegen.grading import program_right
 from .cost import work_unit
 from .dagger import run_dagger
 from .failures import failure_breakdown
+from .nulls import NULL_POLICIES, commit_any_headroom, train_nulls
 from .policies import FIXED_POLICIES, TREE_POLICIES, Oracle
 from .resample import has_samples
 from .rule import dev_tie, fit_rule, select_rule
 from .simulate import simulate
 from .stats import paired_tests, summarize_outcomes
+from .state import base_actions
 from .training import full_state_pairs, labelled
 
 SPLITS = ("train", "dev", "test")
 POLICY_NAMES = (*FIXED_POLICIES, "oracle_seq", "learned_rule", "lora_seq_policy", "lora_shuffled_seq",
-                "learned_rule_dagger", "lora_dagger", *TREE_POLICIES)
+                "learned_rule_dagger", "lora_dagger", *TREE_POLICIES, *NULL_POLICIES)
 
 
 @dataclass
@@ -86,10 +88,12 @@ def _per_split(outs, seed: int) -> dict:
 
 
 def _lora_examples(data):
+    """LoRA rows over the base actions: its vocabulary has no PROGRAM:j, so it trains on labels of
+    the majority-commit action space (``labelled(..., commit_any=False)``)."""
     from .lora import PolicyExample
 
-    return [PolicyExample(s.text, tuple(s.valid_actions), l, w)
-            for s, l, w in zip(data.states, data.labels, data.weights) if len(s.valid_actions) > 1]
+    return [PolicyExample(s.text, base_actions(s.valid_actions), l, w)
+            for s, l, w in zip(data.states, data.labels, data.weights) if len(base_actions(s.valid_actions)) > 1]
 
 
 def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool, dev_data=None, meta_out: dict | None = None) -> Callable:
@@ -121,7 +125,7 @@ class _LoraAdapter:
         self.inner, self.name = inner, name
 
     def act(self, states):
-        return self.inner.choose([s.text for s in states], [s.valid_actions for s in states]) if states else []
+        return self.inner.choose([s.text for s in states], [base_actions(s.valid_actions) for s in states]) if states else []
 
 
 def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dict, dict]:
@@ -141,19 +145,23 @@ def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dic
     info["learned_rule"] = {"model": rule.model_name, "candidates": rule_table, "dev_tie": dev_tie(rule_table),
                             "n_train_states": len(data),
                             "training": "full_state_bc, regret-weighted oracle labels", "description": rule.describe()}
+    nulls, info["nulls"] = train_nulls(train, data, rule.model_name, seed=cfg.seed, cost=cfg.cost)
+    policies.update(nulls)
     timing["rule_s"] = round(time.monotonic() - t0, 2)
 
     # --- LoRA policies (early stopping on labelled dev states) -----------------------------
     lora_meta: dict = {}
-    dev_data = (labelled(full_state_pairs(_scored(splits["dev"])), cost=cfg.cost)
-                if cfg.train_lora or cfg.train_shuffled_lora else None)
+    lora_any = cfg.train_lora or cfg.train_shuffled_lora
+    dev_data = (labelled(full_state_pairs(_scored(splits["dev"])), cost=cfg.cost, commit_any=False)
+                if lora_any else None)
+    base_data = labelled(full_state_pairs(train), cost=cfg.cost, commit_any=False) if lora_any else None
     if cfg.train_lora:
         t = time.monotonic()
-        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False, dev_data, lora_meta)(data)
+        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False, dev_data, lora_meta)(base_data)
         timing["lora_s"] = round(time.monotonic() - t, 2)
     if cfg.train_shuffled_lora:
         t = time.monotonic()
-        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True, dev_data, lora_meta)(data)
+        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True, dev_data, lora_meta)(base_data)
         timing["lora_shuffled_s"] = round(time.monotonic() - t, 2)
 
     # --- DAgger ----------------------------------------------------------------------------
@@ -166,7 +174,8 @@ def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dic
             learners["lora_seq_policy"] = _lora_fit(cfg, "lora_dagger", False, dev_data, lora_meta)
         for lname, fit in learners.items():
             final, hist = run_dagger(fit, train, iters=cfg.dagger_iters, beta0=cfg.dagger_beta, seed=cfg.seed,
-                                     evaluate=lambda p: _evaluate_on(p, splits, cfg.seed), cost=cfg.cost)
+                                     evaluate=lambda p: _evaluate_on(p, splits, cfg.seed), cost=cfg.cost,
+                                     commit_any=lname == "learned_rule")  # LoRA: no PROGRAM:j (see _lora_examples)
             info["dagger"][lname] = hist
             dname = "learned_rule_dagger" if lname == "learned_rule" else "lora_dagger"
             final.name = dname
@@ -217,6 +226,7 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
         if dname in learned:
             outcomes[dname] = simulate(learned[dname], records)
     results = {name: _per_split(outs, cfg.seed) for name, outs in outcomes.items()}
+    info["commit_any_sample"] = commit_any_headroom(records, outcomes["oracle_seq"], cost=cfg.cost)
     summary = {"splits": split_counts(records), "policy_results": results, **info,
                "cost_units": {"generations": "program generations", "tokens": "completion tokens",
                               "work": work_unit(_scored(records)), "sandbox_ms": "milliseconds"}}
