@@ -36,6 +36,9 @@ def nulls_section(s: Mapping) -> list[str]:
            "from states).", "",
            "| Policy | What | Train states | Dev | Test |", "|---|---|---|---|---|"]
     sizes = {k.split(" ")[0]: v for k, v in ((s.get("nulls") or {}).get("bc_datasets") or {}).items()}
+    if "learned_rule" in sizes:  # the nulls are fitted on the learned rule's own training states
+        sizes.setdefault("majority_action", sizes["learned_rule"])
+        sizes.setdefault("learned_rule_shuffled", sizes["learned_rule"])
     dagger = ((s.get("dagger") or {}).get("learned_rule") or [])
     if dagger:
         sizes["learned_rule_dagger"] = dagger[-1].get("dataset_size")

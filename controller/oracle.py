@@ -86,6 +86,12 @@ def action_values(record: dict, revealed, lam: float = 0.0, cost: str = "generat
     Actions whose next round the trace does not hold are left out (a trace always holds the rounds
     its own rollout could reach, so this only happens for upgraded or truncated files).
     ``commit_any=False``: PROGRAM:j is neither offered here nor used in any continuation."""
+    return tree_search(record, lam, cost, commit_any)(revealed)
+
+
+def tree_search(record: dict, lam: float = 0.0, cost: str = "generations", commit_any: bool = True):
+    """``action_values`` of one record as a function of the position, memoised over the whole tree
+    (for callers that label many positions of one record; the record must not change meanwhile)."""
     direct = float(bool(record["hidden"]["direct_exact"]))
 
     @lru_cache(maxsize=None)
@@ -116,7 +122,10 @@ def action_values(record: dict, revealed, lam: float = 0.0, cost: str = "generat
         order = _order_keys([t[0] for t in vals])
         return min(vals, key=lambda t: (-t[1], t[2], order[t[0]]))
 
-    return {a: (v, c) for a, v, c in values(as_pos(revealed))}
+    def at(revealed) -> dict[str, tuple]:
+        return {a: (v, c) for a, v, c in values(as_pos(revealed))}
+
+    return at
 
 
 def best_action(vals: dict[str, tuple]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from .oracle import oracle_label
+from .oracle import best_action, tree_search
 from .state import State
 
 
@@ -124,9 +124,13 @@ class Oracle(_PerState):
                  commit_any: bool = True):
         self.by_id = {r["case_id"]: r for r in records}
         self.lam, self.cost, self.name, self.commit_any = lam, cost, name, commit_any
+        self._search: dict = {}  # case id -> memoised tree search (one per record, built on first use)
 
     def choose(self, s: State) -> str:
-        return oracle_label(self.by_id[s.case_id], s.pos, self.lam, self.cost, self.commit_any)
+        search = self._search.get(s.case_id)
+        if search is None:
+            search = self._search[s.case_id] = tree_search(self.by_id[s.case_id], self.lam, self.cost, self.commit_any)
+        return best_action(search(s.pos))
 
 
 class Mixture:

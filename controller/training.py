@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .oracle import action_values, best_action, next_pos, revealed_round
+from .oracle import best_action, next_pos, revealed_round, tree_search
 from .policies import Oracle
 from .simulate import simulate
-from .state import State, base_actions, visible_state, visible_view, valid_actions
+from .state import State, valid_actions, visible_state, visible_view
 
 
 def full_state_pairs(records: Sequence[dict]) -> list[tuple[dict, State]]:
@@ -125,11 +125,13 @@ def labelled(pairs, lam: float = 0.0, cost: str = "generations", commit_any: boo
 
     ``commit_any=False``: labels over the majority-commit action space (PROGRAM:j never chosen),
     for a learner that cannot choose a sample (the LoRA policy)."""
-    out = TrainingSet()
+    out, searches = TrainingSet(), {}
     for rec, s in pairs:
         if rec["hidden"]["answer"] is None:
             continue
-        values = action_values(rec, s.pos, lam, cost, commit_any)
+        if id(rec) not in searches:  # one memoised search per record (keyed by identity: records are dicts)
+            searches[id(rec)] = (rec, tree_search(rec, lam, cost, commit_any))
+        values = searches[id(rec)][1](s.pos)
         label = best_action(values)
         others = [v[0] for a, v in values.items() if a != label]
         # the mean regret of a wrong choice; with two valid actions (every chain state) this is the
