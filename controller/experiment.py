@@ -128,7 +128,7 @@ class _LoraAdapter:
         return self.inner.choose([s.text for s in states], [base_actions(s.valid_actions) for s in states]) if states else []
 
 
-def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dict, dict]:
+def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True) -> tuple[dict, dict, dict]:
     """Every learned controller for ``cfg.seed``: (policies, info, timing).
 
     info: ``learned_rule`` (model, candidate table, dev tie) and ``dagger`` histories.
@@ -145,8 +145,9 @@ def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dic
     info["learned_rule"] = {"model": rule.model_name, "candidates": rule_table, "dev_tie": dev_tie(rule_table),
                             "n_train_states": len(data),
                             "training": "full_state_bc, regret-weighted oracle labels", "description": rule.describe()}
-    nulls, info["nulls"] = train_nulls(train, data, rule.model_name, seed=cfg.seed, cost=cfg.cost)
-    policies.update(nulls)
+    if nulls:  # reference points for the base seed only, not retrained per seed (``seeds`` holds claims)
+        null_pols, info["nulls"] = train_nulls(train, data, rule.model_name, seed=cfg.seed, cost=cfg.cost)
+        policies.update(null_pols)
     timing["rule_s"] = round(time.monotonic() - t0, 2)
 
     # --- LoRA policies (early stopping on labelled dev states) -----------------------------
@@ -234,12 +235,12 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     # --- every further seed: retrain every learner, keep its per-split results ------------
     if cfg.seeds > 1:
         t = time.monotonic()
-        per_seed = {cfg.seed: {k: results[k] for k in learned}}
+        per_seed = {cfg.seed: {k: results[k] for k in learned if k not in NULL_POLICIES}}
         rule_models = {cfg.seed: info["learned_rule"]["model"]}
         for i in range(1, cfg.seeds):
             s = cfg.seed + i
             scfg = replace(cfg, seed=s, adapters_dir=f"{cfg.adapters_dir}/seed{s}")
-            pols, sinfo, _ = train_learners(records, scfg, log=log)
+            pols, sinfo, _ = train_learners(records, scfg, log=log, nulls=False)
             per_seed[s] = {k: _per_split(simulate(p, records), s) for k, p in pols.items()}
             rule_models[s] = sinfo["learned_rule"]["model"]
             log(f"seed {s}: " + ", ".join(f"{k} test {v['test']['exact']}/{v['test']['n']}"
