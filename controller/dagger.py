@@ -13,7 +13,16 @@ and how many rounds of each are revealed, i.e. the set of revealed attempts. Wit
 oracle nor behaviour cloning (``training.full_state_pairs``: the recorded sample-0 chain) ever
 visits. Each iteration reports ``states_visited`` (distinct states its rollouts visited),
 ``new_states`` (of those, not in the behaviour-cloning dataset), ``added_states`` (not in the
-aggregated dataset before this iteration) and ``dataset_size``.
+aggregated dataset before this iteration) and ``dataset_size``. ``new_states`` splits into
+``new_states_learner`` (the learner chose at least one action on the path to the state: a
+beta < 1 step where the draw fell on the learner) and ``new_states_oracle`` (every action on the
+path was the oracle's; all of iteration 0). ``states_visited_learner`` counts the same for all
+visited states.
+
+Iteration 0 *is* behaviour cloning on the oracle's trajectories: the experiment reports that
+policy as ``learned_rule_bc_oracle`` (same data, same model), next to ``learned_rule`` (cloning the
+recorded sample-0 chains, a different and larger state set) and ``learned_rule_bc_all`` (every
+reachable state), so DAgger's gain is read against BC on the same data.
 
 The learner is any ``fit(training_set, iteration) -> policy`` callable, so the scikit-learn
 rule and the LoRA policy share this loop.
@@ -36,28 +45,49 @@ def beta_schedule(iters: int, beta0: float = 0.5) -> list[float]:
     return [round(beta0 * (1 - i / (iters - 1)), 4) for i in range(iters)]
 
 
+def path_to(pos: tuple) -> list[tuple]:
+    """The positions an episode passes through before reaching ``pos`` (a tree position has one
+    path: sample 0's rounds, then sample 1's, ...)."""
+    out = [()]
+    for j, n in enumerate(pos):
+        out += [pos[:j] + (m,) for m in range(1, n + 1)]
+    return out[:-1]
+
+
+def learner_reached(keys: set, learner_acted: set) -> set:
+    """Of the state keys, those whose path holds a state where the learner acted."""
+    return {(cid, pos) for cid, pos in keys if any((cid, p) in learner_acted for p in path_to(pos))}
+
+
 def run_dagger(fit: Callable, train: Sequence[dict], *, iters: int, beta0: float = 0.5, seed: int = 0,
-               evaluate: Callable | None = None, lam: float = 0.0, cost: str = "generations"):
-    """Return (final policy, history). ``evaluate(policy) -> dict`` adds per-iteration results."""
+               evaluate: Callable | None = None, lam: float = 0.0, cost: str = "generations",
+               commit_any: bool = True):
+    """Return (final policy, history). ``evaluate(policy) -> dict`` adds per-iteration results.
+
+    ``commit_any=False``: the oracle (actions and labels) keeps to the majority-commit action space."""
     scored = [r for r in train if r["hidden"]["answer"] is not None]
-    oracle = Oracle(scored, lam, cost)
+    oracle = Oracle(scored, lam, cost, commit_any=commit_any)
     bc_keys = {s.key for _, s in full_state_pairs(scored)}
-    visited0 = oracle_pairs(scored, lam, cost)
-    data = labelled(visited0, lam, cost).dedupe()
+    visited0 = oracle_pairs(scored, lam, cost, commit_any)
+    data = labelled(visited0, lam, cost, commit_any).dedupe()
     policy = fit(data, 0)
 
-    def entry(i, beta, visited, before, data, policy):
+    def entry(i, beta, visited, before, data, policy, acted=frozenset()):
         keys = {s.key for _, s in visited}
-        return {"iter": i, "beta": beta, "states_visited": len(keys), "new_states": len(keys - bc_keys),
+        new, by_learner = keys - bc_keys, learner_reached(keys, acted)
+        return {"iter": i, "beta": beta, "states_visited": len(keys), "new_states": len(new),
+                "new_states_learner": len(new & by_learner), "new_states_oracle": len(new - by_learner),
+                "states_visited_learner": len(by_learner),
                 "added_states": len(keys - before), "dataset_size": len(data), "n_states": len(data),
                 **(evaluate(policy) if evaluate else {})}
 
     history = [entry(0, 1.0, visited0, set(), data, policy)]
     for i, beta in enumerate(beta_schedule(iters, beta0), start=1):
         visited: list = []
-        simulate(Mixture(policy, oracle, beta, seed + i), scored, states_out=visited)
+        mix = Mixture(policy, oracle, beta, seed + i)
+        simulate(mix, scored, states_out=visited)
         before = data.keys()
-        data = (data + labelled(visited, lam, cost)).dedupe()
+        data = (data + labelled(visited, lam, cost, commit_any)).dedupe()
         policy = fit(data, i)
-        history.append(entry(i, beta, visited, before, data, policy))
+        history.append(entry(i, beta, visited, before, data, policy, mix.learner_acted))
     return policy, history

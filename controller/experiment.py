@@ -20,16 +20,18 @@ from tracegen.grading import program_right
 from .cost import work_unit
 from .dagger import run_dagger
 from .failures import failure_breakdown
+from .nulls import NULL_POLICIES, commit_any_headroom, train_nulls
 from .policies import FIXED_POLICIES, TREE_POLICIES, Oracle
 from .resample import has_samples
 from .rule import dev_tie, fit_rule, select_rule
 from .simulate import simulate
 from .stats import paired_tests, summarize_outcomes
+from .state import base_actions
 from .training import full_state_pairs, labelled
 
 SPLITS = ("train", "dev", "test")
 POLICY_NAMES = (*FIXED_POLICIES, "oracle_seq", "learned_rule", "lora_seq_policy", "lora_shuffled_seq",
-                "learned_rule_dagger", "lora_dagger", *TREE_POLICIES)
+                "learned_rule_dagger", "lora_dagger", *TREE_POLICIES, *NULL_POLICIES)
 
 
 @dataclass
@@ -87,10 +89,12 @@ def _per_split(outs, seed: int) -> dict:
 
 
 def _lora_examples(data):
+    """LoRA rows over the base actions: its vocabulary has no PROGRAM:j, so it trains on labels of
+    the majority-commit action space (``labelled(..., commit_any=False)``)."""
     from .lora import PolicyExample
 
-    return [PolicyExample(s.text, tuple(s.valid_actions), l, w)
-            for s, l, w in zip(data.states, data.labels, data.weights) if len(s.valid_actions) > 1]
+    return [PolicyExample(s.text, base_actions(s.valid_actions), l, w)
+            for s, l, w in zip(data.states, data.labels, data.weights) if len(base_actions(s.valid_actions)) > 1]
 
 
 def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool, dev_data=None, meta_out: dict | None = None) -> Callable:
@@ -122,10 +126,10 @@ class _LoraAdapter:
         self.inner, self.name = inner, name
 
     def act(self, states):
-        return self.inner.choose([s.text for s in states], [s.valid_actions for s in states]) if states else []
+        return self.inner.choose([s.text for s in states], [base_actions(s.valid_actions) for s in states]) if states else []
 
 
-def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dict, dict]:
+def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True) -> tuple[dict, dict, dict]:
     """Every learned controller for ``cfg.seed``: (policies, info, timing).
 
     info: ``learned_rule`` (model, candidate table, dev tie) and ``dagger`` histories.
@@ -142,19 +146,24 @@ def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dic
     info["learned_rule"] = {"model": rule.model_name, "candidates": rule_table, "dev_tie": dev_tie(rule_table),
                             "n_train_states": len(data),
                             "training": "full_state_bc, regret-weighted oracle labels", "description": rule.describe()}
+    if nulls:  # reference points for the base seed only, not retrained per seed (``seeds`` holds claims)
+        null_pols, info["nulls"] = train_nulls(train, data, rule.model_name, seed=cfg.seed, cost=cfg.cost)
+        policies.update(null_pols)
     timing["rule_s"] = round(time.monotonic() - t0, 2)
 
     # --- LoRA policies (early stopping on labelled dev states) -----------------------------
     lora_meta: dict = {}
-    dev_data = (labelled(full_state_pairs(_scored(splits["dev"])), cost=cfg.cost)
-                if cfg.train_lora or cfg.train_shuffled_lora else None)
+    lora_any = cfg.train_lora or cfg.train_shuffled_lora
+    dev_data = (labelled(full_state_pairs(_scored(splits["dev"])), cost=cfg.cost, commit_any=False)
+                if lora_any else None)
+    base_data = labelled(full_state_pairs(train), cost=cfg.cost, commit_any=False) if lora_any else None
     if cfg.train_lora:
         t = time.monotonic()
-        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False, dev_data, lora_meta)(data)
+        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False, dev_data, lora_meta)(base_data)
         timing["lora_s"] = round(time.monotonic() - t, 2)
     if cfg.train_shuffled_lora:
         t = time.monotonic()
-        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True, dev_data, lora_meta)(data)
+        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True, dev_data, lora_meta)(base_data)
         timing["lora_shuffled_s"] = round(time.monotonic() - t, 2)
 
     # --- DAgger ----------------------------------------------------------------------------
@@ -167,7 +176,8 @@ def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dic
             learners["lora_seq_policy"] = _lora_fit(cfg, "lora_dagger", False, dev_data, lora_meta)
         for lname, fit in learners.items():
             final, hist = run_dagger(fit, train, iters=cfg.dagger_iters, beta0=cfg.dagger_beta, seed=cfg.seed,
-                                     evaluate=lambda p: _evaluate_on(p, splits, cfg.seed), cost=cfg.cost)
+                                     evaluate=lambda p: _evaluate_on(p, splits, cfg.seed), cost=cfg.cost,
+                                     commit_any=lname == "learned_rule")  # LoRA: no PROGRAM:j (see _lora_examples)
             info["dagger"][lname] = hist
             dname = "learned_rule_dagger" if lname == "learned_rule" else "lora_dagger"
             final.name = dname
@@ -218,6 +228,7 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
         if dname in learned:
             outcomes[dname] = simulate(learned[dname], records)
     results = {name: _per_split(outs, cfg.seed) for name, outs in outcomes.items()}
+    info["commit_any_sample"] = commit_any_headroom(records, outcomes["oracle_seq"], cost=cfg.cost)
     summary = {"splits": split_counts(records), "policy_results": results, **info,
                "cost_units": {"generations": "program generations", "tokens": "completion tokens",
                               "work": work_unit(_scored(records)), "sandbox_ms": "milliseconds"}}
@@ -225,12 +236,12 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     # --- every further seed: retrain every learner, keep its per-split results ------------
     if cfg.seeds > 1:
         t = time.monotonic()
-        per_seed = {cfg.seed: {k: results[k] for k in learned}}
+        per_seed = {cfg.seed: {k: results[k] for k in learned if k not in NULL_POLICIES}}
         rule_models = {cfg.seed: info["learned_rule"]["model"]}
         for i in range(1, cfg.seeds):
             s = cfg.seed + i
             scfg = replace(cfg, seed=s, adapters_dir=f"{cfg.adapters_dir}/seed{s}")
-            pols, sinfo, _ = train_learners(records, scfg, log=log)
+            pols, sinfo, _ = train_learners(records, scfg, log=log, nulls=False)
             per_seed[s] = {k: _per_split(simulate(p, records), s) for k, p in pols.items()}
             rule_models[s] = sinfo["learned_rule"]["model"]
             log(f"seed {s}: " + ", ".join(f"{k} test {v['test']['exact']}/{v['test']['n']}"

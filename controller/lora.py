@@ -179,8 +179,11 @@ def _target_modules(model: Any) -> list[str]:
 
 
 def shuffle_labels(examples: Sequence[PolicyExample], seed: int) -> list[PolicyExample]:
-    """The shuffled-label control: each example takes the label of a permuted partner.
+    """The shuffled-label control: each example takes the label *and weight* of a permuted partner.
 
+    Labels and regret weights move together, so the control keeps the weighted label mix (its
+    base rate is the weighted-majority action, ``majority_action``) and loses only the link to the
+    state; keeping each state's own weight made the heavy states' labels (tool use) its base rate.
     A partner label that is invalid here keeps its meaning where it can: a tool action (WRITE,
     FIX, PROGRAM) becomes this state's tool action, since every state offers DIRECT plus at most
     one; otherwise a seeded choice among this example's valid actions.
@@ -196,7 +199,7 @@ def shuffle_labels(examples: Sequence[PolicyExample], seed: int) -> list[PolicyE
         else:
             tools = [a for a in ex.valid_actions if a != "DIRECT"]
             label = rng.choice(tools if (src != "DIRECT" and tools) else list(ex.valid_actions))
-        out.append(PolicyExample(ex.prompt, ex.valid_actions, label, ex.weight))
+        out.append(PolicyExample(ex.prompt, ex.valid_actions, label, examples[j].weight))
     return out
 
 

@@ -9,14 +9,33 @@ its search nodes in thousands). PROGRAM's correctness is that of the program the
 position reachable in the recorded tree. Ties go to the cheaper path, then to the order DIRECT,
 PROGRAM, WRITE, FIX, RESAMPLE: with ``lam = 0`` this is "reach a correct answer with the fewest
 program rounds, else answer directly".
+
+With K > 1 the search also covers ``PROGRAM:j`` (commit passing sample j, ``state.py``): its value
+is sample j's hidden grade; ties go to ``PROGRAM`` first, then to the lower-ranked alternatives.
+``commit_any=False`` searches the majority-commit action space only (the K > 1 environment before
+PROGRAM:j existed; what the LoRA policy acts over); with K = 1 the two are the same search.
 """
 from __future__ import annotations
 
 from functools import lru_cache
 
-from .state import as_pos, chains, commit_choice, valid_actions, visible_view
+from .state import (COMMIT_SAMPLE, as_pos, base_actions, chains, commit_choice, committed_sample_of, valid_actions,
+                    visible_view)
 
-_ORDER = {"DIRECT": 0, "PROGRAM": 1, "WRITE": 2, "FIX": 3, "RESAMPLE": 4}
+_BASE_ORDER = {"DIRECT": 0, "PROGRAM": 1, "WRITE": 2, "FIX": 3, "RESAMPLE": 4}
+
+
+def action_order(action: str, rank: int = 0) -> tuple:
+    """The tie-break order: DIRECT, PROGRAM, PROGRAM:j (by its rank among the alternatives), WRITE,
+    FIX, RESAMPLE."""
+    if action.startswith(COMMIT_SAMPLE):
+        return (1, 1 + rank)
+    return (_BASE_ORDER[action], 0)
+
+
+def _order_keys(actions) -> dict[str, tuple]:
+    alts = [a for a in actions if a.startswith(COMMIT_SAMPLE)]
+    return {a: action_order(a, alts.index(a) if a in alts else 0) for a in actions}
 
 
 def attempt_cost(record: dict, rnd: dict, cost: str = "generations") -> float:
@@ -51,29 +70,42 @@ def revealed_round(record: dict, pos: tuple) -> dict | None:
     return chs[j][0][n - 1]
 
 
-def committed_correct(record: dict, pos: tuple, view: dict | None = None):
-    """Hidden correctness of what PROGRAM commits at ``pos`` (``hidden_exact``: True/False/None)."""
-    view = view if view is not None else visible_view(record, pos)
-    j = commit_choice(view)
-    return chains(record)[j][1][pos[j] - 1]["hidden_exact"]
+def committed_correct(record: dict, pos: tuple, view: dict | None = None, sample: int | None = None):
+    """Hidden correctness of what PROGRAM commits at ``pos`` (``hidden_exact``: True/False/None);
+    with ``sample`` j, of what PROGRAM:j commits (sample j's latest revealed round)."""
+    if sample is None:
+        view = view if view is not None else visible_view(record, pos)
+        sample = commit_choice(view)
+    return chains(record)[sample][1][pos[sample] - 1]["hidden_exact"]
 
 
-def action_values(record: dict, revealed, lam: float = 0.0, cost: str = "generations") -> dict[str, tuple]:
+def action_values(record: dict, revealed, lam: float = 0.0, cost: str = "generations",
+                  commit_any: bool = True) -> dict[str, tuple]:
     """For each valid action at a position: (value, path cost) of its best continuation.
 
     Actions whose next round the trace does not hold are left out (a trace always holds the rounds
-    its own rollout could reach, so this only happens for upgraded or truncated files)."""
+    its own rollout could reach, so this only happens for upgraded or truncated files).
+    ``commit_any=False``: PROGRAM:j is neither offered here nor used in any continuation."""
+    return tree_search(record, lam, cost, commit_any)(revealed)
+
+
+def tree_search(record: dict, lam: float = 0.0, cost: str = "generations", commit_any: bool = True):
+    """``action_values`` of one record as a function of the position, memoised over the whole tree
+    (for callers that label many positions of one record; the record must not change meanwhile)."""
     direct = float(bool(record["hidden"]["direct_exact"]))
 
     @lru_cache(maxsize=None)
     def values(pos: tuple) -> tuple:
         view = visible_view(record, pos)
         out = []
-        for a in valid_actions(view):
+        valid = valid_actions(view)
+        for a in valid if commit_any else base_actions(valid):
             if a == "DIRECT":
                 out.append((a, direct, 0.0))
             elif a == "PROGRAM":
                 out.append((a, float(bool(committed_correct(record, pos, view))), 0.0))
+            elif a.startswith(COMMIT_SAMPLE):
+                out.append((a, float(bool(committed_correct(record, pos, sample=committed_sample_of(a)))), 0.0))
             else:
                 nxt = next_pos(pos, a)
                 rnd = revealed_round(record, nxt)
@@ -86,11 +118,21 @@ def action_values(record: dict, revealed, lam: float = 0.0, cost: str = "generat
 
     @lru_cache(maxsize=None)
     def best(pos: tuple) -> tuple:
-        return min(values(pos), key=lambda t: (-t[1], t[2], _ORDER[t[0]]))
+        vals = values(pos)
+        order = _order_keys([t[0] for t in vals])
+        return min(vals, key=lambda t: (-t[1], t[2], order[t[0]]))
 
-    return {a: (v, c) for a, v, c in values(as_pos(revealed))}
+    def at(revealed) -> dict[str, tuple]:
+        return {a: (v, c) for a, v, c in values(as_pos(revealed))}
+
+    return at
 
 
-def oracle_label(record: dict, revealed, lam: float = 0.0, cost: str = "generations") -> str:
-    vals = action_values(record, revealed, lam, cost)
-    return min(vals, key=lambda a: (-vals[a][0], vals[a][1], _ORDER[a]))
+def best_action(vals: dict[str, tuple]) -> str:
+    """The best action of ``action_values``: highest value, then cheapest, then the tie order."""
+    order = _order_keys(list(vals))
+    return min(vals, key=lambda a: (-vals[a][0], vals[a][1], order[a]))
+
+
+def oracle_label(record: dict, revealed, lam: float = 0.0, cost: str = "generations", commit_any: bool = True) -> str:
+    return best_action(action_values(record, revealed, lam, cost, commit_any))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from .oracle import oracle_label
+from .oracle import best_action, tree_search
 from .state import State
 
 
@@ -120,16 +120,24 @@ class ResampleVisible(_PerState):
 class Oracle(_PerState):
     """Hindsight: reads the hidden grades of the records it was given (the ceiling)."""
 
-    def __init__(self, records: Sequence[dict], lam: float = 0.0, cost: str = "generations", name: str = "oracle_seq"):
+    def __init__(self, records: Sequence[dict], lam: float = 0.0, cost: str = "generations", name: str = "oracle_seq",
+                 commit_any: bool = True):
         self.by_id = {r["case_id"]: r for r in records}
-        self.lam, self.cost, self.name = lam, cost, name
+        self.lam, self.cost, self.name, self.commit_any = lam, cost, name, commit_any
+        self._search: dict = {}  # case id -> memoised tree search (one per record, built on first use)
 
     def choose(self, s: State) -> str:
-        return oracle_label(self.by_id[s.case_id], s.pos, self.lam, self.cost)
+        search = self._search.get(s.case_id)
+        if search is None:
+            search = self._search[s.case_id] = tree_search(self.by_id[s.case_id], self.lam, self.cost, self.commit_any)
+        return best_action(search(s.pos))
 
 
 class Mixture:
-    """DAgger's behaviour policy: the oracle with probability beta, else the learner (seeded)."""
+    """DAgger's behaviour policy: the oracle with probability beta, else the learner (seeded).
+
+    ``learner_acted`` collects the keys of the states where the learner's action was taken (the
+    draw fell on the learner, whether or not it agreed with the oracle)."""
 
     def __init__(self, learner: Policy, oracle: Oracle, beta: float, seed: int):
         import random
@@ -137,10 +145,18 @@ class Mixture:
         self.learner, self.oracle, self.beta = learner, oracle, beta
         self.rng = random.Random(seed)
         self.name = f"mixture({learner.name},beta={beta:.2f})"
+        self.learner_acted: set = set()
 
     def act(self, states):
         learner = self.learner.act(states)
-        return [self.oracle.choose(s) if self.rng.random() < self.beta else a for s, a in zip(states, learner)]
+        out = []
+        for s, a in zip(states, learner):
+            if self.rng.random() < self.beta:
+                a = self.oracle.choose(s)
+            else:
+                self.learner_acted.add(s.key)
+            out.append(a)
+        return out
 
 
 FIXED_POLICIES = {p.name: p for p in (DirectOnly, AlwaysTool, VisibleDisagree, WriteOnce)}

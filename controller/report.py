@@ -14,13 +14,14 @@ import os
 from typing import Mapping
 
 from .failures import DIRECT_CATEGORIES, ROUND_CATEGORIES
+from .nulls_report import commit_any_section, nulls_section
 from .figures import COST_UNITS, FIGURE_NAMES, ORACLE, ordered_policies
 from .stats import min_discordant_for_significance
 from .study_report import STUDY_SECTIONS  # headroom, hypotheses, power, routing: the report opens with them
 
 SPLIT_ORDER = ("train", "dev", "test")
 # Policies a user can deploy: the oracle reads hidden answers, the shuffled run is a control.
-NOT_DEPLOYABLE = (ORACLE, "lora_shuffled_seq")
+NOT_DEPLOYABLE = (ORACLE, "lora_shuffled_seq", "learned_rule_shuffled")
 
 
 # ----------------------------------------------------------------------------- formatting
@@ -366,7 +367,8 @@ def _dagger(s: Mapping) -> list[str]:
     out = []
     for learner, iters in dagger.items():
         rows = [[it.get("iter"), it.get("beta", "n/a"), it.get("states_visited", "n/a"),
-                 it.get("new_states", "n/a"), it.get("added_states", "n/a"),
+                 it.get("new_states", "n/a"), it.get("new_states_learner", "n/a"), it.get("new_states_oracle", "n/a"),
+                 it.get("added_states", "n/a"),
                  it.get("dataset_size", it.get("n_states", "n/a")),
                  _pct((it.get("dev") or {}).get("accuracy")),
                  _pct((it.get("test") or {}).get("accuracy")),
@@ -374,14 +376,18 @@ def _dagger(s: Mapping) -> list[str]:
                  _num((it.get("test") or {}).get("repair_actions"))] for it in iters or []]
         if rows:
             out += [f"### `{learner}`", ""] + _table(
-                ["Iter", "Beta", "Visited", "New vs BC", "Added", "Dataset", "Dev acc", "Test acc",
+                ["Iter", "Beta", "Visited", "New vs BC", "of which learner", "of which oracle", "Added", "Dataset",
+                 "Dev acc", "Test acc",
                  "Test gens", "Test repairs"], rows)
     if not out:
         return []
     return ["## DAgger iterations", "",
             "Visited: distinct states (case + revealed attempts) the iteration's rollouts reached; "
             "New vs BC: of those, not in the behaviour-cloning dataset (the recorded sample-0 "
-            "chains); Added: not in the aggregated dataset before the iteration.", ""] + out
+            "chains), split into states whose path holds a step where the learner acted (beta < 1 "
+            "draws that fell on the learner) and states the oracle alone led to; Added: not in the "
+            "aggregated dataset before the iteration. Iteration 0 is behaviour cloning on the oracle's "
+            "trajectories (`learned_rule_bc_oracle`, same data).", ""] + out
 
 
 def _cross_check(s: Mapping) -> list[str]:
@@ -619,8 +625,9 @@ def _limitations(s: Mapping) -> list[str]:
     return out
 
 
-SECTIONS = (*STUDY_SECTIONS, _summary, _split_section, _heldout, _dev_vs_test, _paired, _seeds, _learned_rule, _dagger, _cross_check,
-            _cv, _frontier, _failures, _run_details, _figures, _limitations)
+SECTIONS = (*STUDY_SECTIONS, _summary, _split_section, _heldout, _dev_vs_test, _paired, _seeds, _learned_rule,
+            nulls_section, _dagger, _cross_check, commit_any_section, _cv, _frontier, _failures, _run_details,
+            _figures, _limitations)
 
 
 # ----------------------------------------------------------------------------- entry points

@@ -12,9 +12,36 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .state import ACTIONS, FEATURE_NAMES, State, features_for
+from .state import ACTIONS, COMMIT_SAMPLE, FEATURE_NAMES, State, features_for
 
 CANDIDATES = ("stump", "tree_depth2", "tree_depth3", "logistic", "forest")
+ALT = "PROGRAM:alt"  # a rule's name for the i-th chosen-sample commit a state lists: PROGRAM:alt1, ...
+
+
+def canonical(valid: Sequence[str]) -> tuple[str, ...]:
+    """The valid actions with each ``PROGRAM:j`` named by its rank among the state's alternatives
+    (``state.valid_actions`` lists them in the commit rule's ranking), so "commit the runner-up
+    output" is one class across cases whatever the sample index. Identity with K = 1."""
+    out, i = [], 0
+    for a in valid:
+        if a.startswith(COMMIT_SAMPLE):
+            i += 1
+            a = f"{ALT}{i}"
+        out.append(a)
+    return tuple(out)
+
+
+def to_canonical(action: str, valid: Sequence[str]) -> str:
+    return canonical(valid)[list(valid).index(action)]
+
+
+def from_canonical(action: str, valid: Sequence[str]) -> str:
+    return list(valid)[list(canonical(valid)).index(action)]
+
+
+def _tie_order(a: str) -> float:
+    """Tie-break among equally likely actions: the base order, a ranked alternative after PROGRAM."""
+    return ACTIONS.index("PROGRAM") + 0.1 * int(a[len(ALT):]) if a.startswith(ALT) else float(ACTIONS.index(a))
 
 
 def _make(name: str, seed: int):
@@ -59,18 +86,19 @@ class RulePolicy:
     def _choose(self, s: State, model, row) -> str:
         if model is None:
             return next((a for a in ("WRITE", "FIX", "PROGRAM") if a in s.valid_actions), "DIRECT")
+        valid = canonical(s.valid_actions)
         if isinstance(model, str):
-            return model if model in s.valid_actions else s.valid_actions[0]
+            return from_canonical(model if model in valid else valid[0], s.valid_actions)
         p = model.predict_proba(row[None, :])[0]
         classes = list(model.classes_)
-        scored = [(p[classes.index(a)] if a in classes else -1.0, -ACTIONS.index(a), a) for a in s.valid_actions]
-        return max(scored)[2]
+        scored = [(p[classes.index(a)] if a in classes else -1.0, -_tie_order(a), a) for a in valid]
+        return from_canonical(max(scored)[2], s.valid_actions)
 
     def act(self, states: Sequence[State]) -> list[str]:
         if not states:
             return []
         X = _matrix(states, self.feature_names)
-        return [self._choose(s, self.models.get(tuple(s.valid_actions)), X[i]) for i, s in enumerate(states)]
+        return [self._choose(s, self.models.get(canonical(s.valid_actions)), X[i]) for i, s in enumerate(states)]
 
     def describe(self) -> str:
         from sklearn.tree import DecisionTreeClassifier, export_text
@@ -97,11 +125,12 @@ class RulePolicy:
 
 def fit_rule(data, model_name: str, seed: int = 0, name: str = "learned_rule") -> RulePolicy:
     """Fit one classifier per decision point on a ``training.TrainingSet`` (regret-weighted)."""
-    states, labels, weights = data.states, data.labels, data.weights
+    states, weights = data.states, data.weights
+    labels = [to_canonical(l, s.valid_actions) for s, l in zip(states, data.labels)]
     groups: dict[tuple, list[int]] = {}
     for i, s in enumerate(states):
         if len(s.valid_actions) > 1:
-            groups.setdefault(tuple(s.valid_actions), []).append(i)
+            groups.setdefault(canonical(s.valid_actions), []).append(i)
     names = features_for(states)
     X = _matrix(states, names) if states else None
     models = {}
@@ -116,6 +145,21 @@ def fit_rule(data, model_name: str, seed: int = 0, name: str = "learned_rule") -
         model.fit(X[idx], ys, **kw)
         models[point] = model
     return RulePolicy(models, model_name, name=name, feature_names=names)
+
+
+def fit_majority(data, name: str = "majority_action") -> RulePolicy:
+    """The base-rate null: at each decision point (the same grouping as ``fit_rule``), the action
+    with the largest summed regret weight among the training labels there (ties: the tie order of
+    ``RulePolicy``). It reads no feature, only which actions are valid; a decision point never seen
+    in training falls back to the tool-using default, like the learned rule."""
+    totals: dict[tuple, dict[str, float]] = {}
+    for s, l, w in zip(data.states, data.labels, data.weights):
+        if len(s.valid_actions) > 1:
+            point = totals.setdefault(canonical(s.valid_actions), {})
+            label = to_canonical(l, s.valid_actions)
+            point[label] = point.get(label, 0.0) + w
+    models = {p: max(t, key=lambda a: (t[a], -_tie_order(a))) for p, t in totals.items()}
+    return RulePolicy(models, "weighted_majority", name=name, feature_names=features_for(data.states))
 
 
 def dev_score(policy, records) -> tuple[float, int]:

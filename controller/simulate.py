@@ -4,7 +4,7 @@ All episodes advance in lockstep so a batched policy (the LoRA scorer) sees one 
 An episode walks the case's tree (``state.Pos``): WRITE reveals sample 0's first program, FIX
 the latest sample's next repair round, RESAMPLE the next independent sample's first program.
 An outcome holds the committed answer's correctness (read from ``hidden`` only after the policy
-has committed; PROGRAM commits what ``state.commit_choice`` picks) and the tool budget the
+has committed; PROGRAM commits what ``state.commit_choice`` picks, PROGRAM:j sample j) and the tool budget the
 actions spent: program rounds generated (over all samples), repairs, resamples, generated tokens,
 search nodes of the revealed program attempts, and sandbox time.
 """
@@ -14,7 +14,7 @@ from typing import Sequence
 
 from .cost import round_work
 from .oracle import committed_correct, next_pos, revealed_round
-from .state import State, chains, commit_choice, visible_state, visible_view
+from .state import State, chains, commit_choice, committed_sample_of, is_commit, visible_state, visible_view
 
 
 class InvalidAction(RuntimeError):
@@ -33,9 +33,9 @@ def _outcome(policy_name: str, rec: dict, actions: list[str], pos: tuple, source
     if source == "direct":
         correct = hidden["direct_exact"]
     else:
-        view = visible_view(rec, pos)
-        committed = commit_choice(view)
-        correct = committed_correct(rec, pos, view)
+        chosen = committed_sample_of(actions[-1])  # PROGRAM:j, else None (the commit rule)
+        committed = commit_choice(visible_view(rec, pos)) if chosen is None else chosen
+        correct = committed_correct(rec, pos, sample=committed)
     rounds = revealed_rounds(rec, pos)
     return {
         "policy": policy_name, "split": rec["split"], "case_id": rec["case_id"], "family": rec["family"],
@@ -74,7 +74,7 @@ def simulate(policy, records: Sequence[dict], *, states_out: list | None = None)
             ep["actions"].append(a)
             if a == "DIRECT":
                 ep["done"] = "direct"
-            elif a == "PROGRAM":
+            elif is_commit(a):
                 ep["done"] = "program"
             else:
                 nxt = next_pos(ep["pos"], a)

@@ -5,13 +5,40 @@ not yet revealed by the actions taken so far, and ``visible_state`` reads nothin
 no hidden answer (not even its shape), no later rounds, no program sample not yet drawn, no
 program output before WRITE. With ``--program-samples`` K > 1 a state is a position in the case's
 tree (``Pos``); ``commit_choice`` is the one rule that decides which passing program PROGRAM commits.
+
+Committing a chosen sample (K > 1 only): besides ``PROGRAM`` (the commit rule), a state offers
+``PROGRAM:j`` for every *alternative* passing output: sample j is revealed, its latest round passes
+the public example, its output on the new input exists, differs from the output ``PROGRAM``
+commits, and j is the earliest sample with that output (one action per distinct output, so no two
+commit actions are the same commit). They are listed right after ``PROGRAM`` in the commit rule's
+ranking (most support first, ties to the earliest sample). With K = 1 no ``PROGRAM:j`` exists.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
-ACTIONS = ("DIRECT", "WRITE", "FIX", "PROGRAM", "RESAMPLE")
+ACTIONS = ("DIRECT", "WRITE", "FIX", "PROGRAM", "RESAMPLE")  # the base actions (K = 1: all there is)
+COMMIT_SAMPLE = "PROGRAM:"  # prefix of the K > 1 actions that commit one chosen passing sample
+
+
+def commit_action(j: int) -> str:
+    return f"{COMMIT_SAMPLE}{j}"
+
+
+def committed_sample_of(action: str) -> int | None:
+    """The sample index ``PROGRAM:j`` commits (None for any other action)."""
+    return int(action[len(COMMIT_SAMPLE):]) if action.startswith(COMMIT_SAMPLE) else None
+
+
+def is_commit(action: str) -> bool:
+    """PROGRAM or PROGRAM:j: commit a program's output."""
+    return action == "PROGRAM" or action.startswith(COMMIT_SAMPLE)
+
+
+def base_actions(valid: tuple) -> tuple:
+    """The valid actions without the chosen-sample commits (the K = 1 action space)."""
+    return tuple(a for a in valid if not a.startswith(COMMIT_SAMPLE))
 ERRORS = ("parse", "syntax", "forbidden", "no_transform", "timeout", "memory", "exception",
           "bad_output", "crash", "wrong_output")
 
@@ -89,6 +116,20 @@ def passing(view: dict) -> list[tuple[int, object]]:
     return [(j, ch[-1]["test_output"]) for j, ch in enumerate(view["chains"]) if ch and ch[-1]["visible_pass"]]
 
 
+def ranked_outputs(view: dict) -> list[tuple[object, list[int]]]:
+    """Distinct outputs of the passing programs with the samples that produced them, in the commit
+    rule's ranking: most programs agreeing first, a missing output (run failed) below any output,
+    ties to the earliest-drawn sample."""
+    groups: dict[str, list[int]] = {}
+    outs: dict[str, object] = {}
+    for j, out in passing(view):
+        key = json.dumps(out)
+        groups.setdefault(key, []).append(j)
+        outs[key] = out
+    ranked = sorted(groups.items(), key=lambda kv: (len(kv[1]), kv[0] != "null", -kv[1][0]), reverse=True)
+    return [(outs[k], js) for k, js in ranked]
+
+
 def commit_choice(view: dict) -> int | None:
     """THE COMMIT RULE (one rule for every policy): which sample's program PROGRAM commits.
 
@@ -96,13 +137,16 @@ def commit_choice(view: dict) -> int | None:
     that the most of them agree on (a program whose run on the new input failed has no output and
     ranks below any output); ties go to the output of the earliest-drawn sample. Returns that
     output's earliest sample index, or None when no program passes."""
-    groups: dict[str, list[int]] = {}
-    for j, out in passing(view):
-        groups.setdefault(json.dumps(out), []).append(j)
-    if not groups:
-        return None
-    best = max(groups.items(), key=lambda kv: (len(kv[1]), kv[0] != "null", -kv[1][0]))
-    return best[1][0]
+    ranked = ranked_outputs(view)
+    return ranked[0][1][0] if ranked else None
+
+
+def alternative_samples(view: dict) -> list[int]:
+    """Samples ``PROGRAM:j`` may commit (K > 1): the earliest sample of every passing output other
+    than the commit rule's, outputs that exist only, in the commit rule's ranking."""
+    if view["program_samples"] <= 1:
+        return []
+    return [js[0] for out, js in ranked_outputs(view)[1:] if out is not None]
 
 
 def valid_actions(view: dict) -> tuple[str, ...]:
@@ -113,6 +157,7 @@ def valid_actions(view: dict) -> tuple[str, ...]:
     out = ["DIRECT"]
     if passing(view):
         out.append("PROGRAM")
+        out += [commit_action(j) for j in alternative_samples(view)]
     j, latest = len(chs) - 1, chs[-1]
     if not latest[-1]["visible_pass"] and len(latest) - 1 < view["repairs"][j]:
         out.append("FIX")
@@ -213,7 +258,36 @@ def _tree_features(view: dict, direct) -> dict[str, float]:
         "passing_agree_direct": float(sum(1 for o in outs if o is not None and o == direct)),
         "commit_direct_agreement": _agreement(commit, direct),
         "latest_is_commit": float(j is not None and j == len(chs) - 1),
+        **_alt_features(view, commit, direct, len(outs)),
     }
+
+
+def _alt_features(view: dict, commit, direct, n_passing: int) -> dict[str, float]:
+    """The commit's and the runner-up output's visible shape checks, so a learner can judge
+    ``PROGRAM:j`` (the first alternative) against ``PROGRAM``. Zero when there is no alternative."""
+    task = view["task"]
+    (eir, _), (eor, eoc), (tir, _) = _shape(task["input_table"]), _shape(task["output_table"]), _shape(task["test_table"])
+    want_rows = tir * eor / eir if eir else 0.0
+
+    def shape_checks(out):
+        if out is None:
+            return 0.0, -1.0
+        r, c = _shape(out)
+        return float(c == eoc), (r - want_rows) / max(want_rows, 1.0)
+
+    ccols, crows = shape_checks(commit)
+    alts = alternative_samples(view)
+    f = {"commit_cols_match_example": ccols, "commit_rows_vs_ratio": crows, "alternatives": float(len(alts)),
+         "alt_support": 0.0, "alt_support_share": 0.0, "alt_equals_direct": 0.0, "alt_direct_agreement": 0.0,
+         "alt_cols_match_example": 0.0, "alt_rows_vs_ratio": -1.0}
+    if alts:
+        alt = view["chains"][alts[0]][-1]["test_output"]
+        support = sum(1 for _, o in passing(view) if o == alt)
+        acols, arows = shape_checks(alt)
+        f.update({"alt_support": float(support), "alt_support_share": support / max(n_passing, 1),
+                  "alt_equals_direct": float(alt == direct), "alt_direct_agreement": _agreement(alt, direct),
+                  "alt_cols_match_example": acols, "alt_rows_vs_ratio": arows})
+    return f
 
 
 FEATURE_NAMES: tuple[str, ...] = tuple(
@@ -228,7 +302,10 @@ FEATURE_NAMES: tuple[str, ...] = tuple(
 TREE_FEATURE_NAMES: tuple[str, ...] = (
     "program_samples", "max_repairs", "samples_drawn", "samples_left", "generations_spent", "passing_programs",
     "distinct_passing_outputs", "commit_support", "commit_support_share", "commit_equals_direct",
-    "passing_agree_direct", "commit_direct_agreement", "latest_is_commit")
+    "passing_agree_direct", "commit_direct_agreement", "latest_is_commit",
+    # the chosen-sample commit (PROGRAM:j): the commit's and the first alternative's checks
+    "commit_cols_match_example", "commit_rows_vs_ratio", "alternatives", "alt_support", "alt_support_share",
+    "alt_equals_direct", "alt_direct_agreement", "alt_cols_match_example", "alt_rows_vs_ratio")
 ALL_FEATURE_NAMES = FEATURE_NAMES + TREE_FEATURE_NAMES
 
 

@@ -6,8 +6,11 @@ Three regimes, from weakest to strongest:
   (behaviour cloning on every prefix of the recorded chain of sample 0; with
   ``--program-samples`` K > 1 the tree states after a RESAMPLE are not in it: those are what
   the oracle's and the learner's own rollouts reach);
-* ``oracle_bc`` — only the states the oracle itself visits;
-* DAgger (``dagger.py``) — states the learner visits when it acts, aggregated over iterations.
+* ``oracle_bc`` — only the states the oracle itself visits (DAgger's iteration 0 trains on these);
+* DAgger (``dagger.py``) — states the learner visits when it acts, aggregated over iterations;
+* ``all_state_bc`` — every position reachable in the recorded tree (every sample drawn in order,
+  every repair the trace holds): what imitation can learn at best from these traces, since no
+  rollout can reach a state outside it. With K = 1 it is ``full_state_bc``.
 
 The labels come from ``oracle.oracle_label``; the states from ``state.visible_state``.
 """
@@ -16,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .oracle import _ORDER, action_values
+from .oracle import best_action, next_pos, revealed_round, tree_search
 from .policies import Oracle
 from .simulate import simulate
-from .state import State, visible_state
+from .state import State, valid_actions, visible_state, visible_view
 
 
 def full_state_pairs(records: Sequence[dict]) -> list[tuple[dict, State]]:
@@ -27,10 +30,30 @@ def full_state_pairs(records: Sequence[dict]) -> list[tuple[dict, State]]:
     return [(r, visible_state(r, k)) for r in records for k in range(len(r["rounds"]) + 1)]
 
 
-def oracle_pairs(records: Sequence[dict], lam: float = 0.0, cost: str = "generations") -> list[tuple[dict, State]]:
+def oracle_pairs(records: Sequence[dict], lam: float = 0.0, cost: str = "generations",
+                 commit_any: bool = True) -> list[tuple[dict, State]]:
     pairs: list = []
-    simulate(Oracle(records, lam, cost), records, states_out=pairs)
+    simulate(Oracle(records, lam, cost, commit_any=commit_any), records, states_out=pairs)
     return pairs
+
+
+def reachable_positions(record: dict) -> list[tuple]:
+    """Every tree position an episode can reach in this trace (depth first, start first)."""
+    out, stack = [], [()]
+    while stack:
+        pos = stack.pop()
+        out.append(pos)
+        for a in reversed(valid_actions(visible_view(record, pos))):
+            if a in ("WRITE", "FIX", "RESAMPLE"):
+                nxt = next_pos(pos, a)
+                if revealed_round(record, nxt) is not None:
+                    stack.append(nxt)
+    return out
+
+
+def all_state_pairs(records: Sequence[dict]) -> list[tuple[dict, State]]:
+    """Every reachable state of every trace's recorded tree (``all_state_bc``)."""
+    return [(r, visible_state(r, p)) for r in records for p in reachable_positions(r)]
 
 
 # A tie (every valid action reaches the same value) still carries the cost tie-break, but barely.
@@ -67,15 +90,49 @@ class TrainingSet:
                 out.weights.append(w)
         return out
 
+    def shuffled(self, seed: int) -> "TrainingSet":
+        """The shuffled-label control: each state takes the (label, weight) *pair* of a permuted
+        partner, so the weighted label distribution is kept and only its link to the state is
+        broken (keeping each state's own weight would make the control's base rate the label mix
+        of the heavy states: always-tool). A partner label invalid here becomes this state's
+        tool action of the same kind where it can (a commit -> PROGRAM, an exploring action -> one
+        of this state's), else a seeded choice among the valid actions."""
+        import random
 
-def labelled(pairs, lam: float = 0.0, cost: str = "generations") -> TrainingSet:
-    """Drop unscored records (no label exists); attach oracle labels and regret weights."""
-    out = TrainingSet()
+        rng = random.Random(seed)
+        perm = list(range(len(self)))
+        rng.shuffle(perm)
+        out = TrainingSet()
+        for s, j in zip(self.states, perm):
+            out.states.append(s)
+            out.labels.append(remap_label(self.labels[j], s.valid_actions, rng))
+            out.weights.append(self.weights[j])
+        return out
+
+
+def remap_label(label: str, valid: Sequence[str], rng) -> str:
+    """A shuffled partner's label made valid at this state (see ``TrainingSet.shuffled``)."""
+    if label in valid:
+        return label
+    if label.startswith("PROGRAM") and "PROGRAM" in valid:
+        return "PROGRAM"
+    tools = [a for a in valid if a != "DIRECT"]
+    return rng.choice(tools if (label != "DIRECT" and tools) else list(valid))
+
+
+def labelled(pairs, lam: float = 0.0, cost: str = "generations", commit_any: bool = True) -> TrainingSet:
+    """Drop unscored records (no label exists); attach oracle labels and regret weights.
+
+    ``commit_any=False``: labels over the majority-commit action space (PROGRAM:j never chosen),
+    for a learner that cannot choose a sample (the LoRA policy)."""
+    out, searches = TrainingSet(), {}
     for rec, s in pairs:
         if rec["hidden"]["answer"] is None:
             continue
-        values = action_values(rec, s.pos, lam, cost)
-        label = min(values, key=lambda a: (-values[a][0], values[a][1], _ORDER[a]))
+        if id(rec) not in searches:  # one memoised search per record (keyed by identity: records are dicts)
+            searches[id(rec)] = (rec, tree_search(rec, lam, cost, commit_any))
+        values = searches[id(rec)][1](s.pos)
+        label = best_action(values)
         others = [v[0] for a, v in values.items() if a != label]
         # the mean regret of a wrong choice; with two valid actions (every chain state) this is the
         # pilot's "best minus second best", but on the tree PROGRAM-now and RESAMPLE-then-PROGRAM can

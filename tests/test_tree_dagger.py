@@ -22,6 +22,10 @@ def _env():
     Behaviour cloning sees only the recorded sample-0 chain: it learns "resample a program with the
     wrong column count, commit one with the right count", so after a RESAMPLE (a state it never
     saw) it commits at the 1-1 tie and the commit rule picks the wrong first program.
+
+    This is the majority-commit action space (``commit_any=False``): with PROGRAM:j the oracle
+    commits sample 1 right after the first RESAMPLE, where A and D look the same (see
+    ``test_nulls.py`` for that action space).
     """
     recs = []
     for i in range(4):
@@ -44,9 +48,9 @@ def _accuracy(policy, recs):
 
 def test_dagger_visits_new_tree_states_and_beats_behaviour_cloning():
     recs = _env()
-    bc = _fit(labelled(full_state_pairs(recs)))
+    bc = _fit(labelled(full_state_pairs(recs), commit_any=False))
     bc_acc = _accuracy(bc, recs)
-    final, hist = run_dagger(_fit, recs, iters=2, beta0=0.5, seed=0)
+    final, hist = run_dagger(_fit, recs, iters=2, beta0=0.5, seed=0, commit_any=False)
     assert bc_acc < 1.0  # behaviour cloning errs off the oracle's path ...
     assert _accuracy(final, recs) == 1.0  # ... and DAgger recovers
     later = hist[1:]
@@ -56,4 +60,7 @@ def test_dagger_visits_new_tree_states_and_beats_behaviour_cloning():
     assert [h["beta"] for h in hist] == [1.0, 0.5, 0.0]
     for h in hist:
         assert h["states_visited"] >= h["new_states"] and h["dataset_size"] == h["n_states"]
+        assert h["new_states"] == h["new_states_learner"] + h["new_states_oracle"]
+    assert hist[0]["new_states_learner"] == 0 and hist[0]["states_visited_learner"] == 0  # beta = 1: oracle only
+    assert hist[-1]["new_states_oracle"] == 0  # beta = 0: every step after the start is the learner's
     assert any("RESAMPLE" in o["actions"] for o in simulate(final, recs))

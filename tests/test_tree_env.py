@@ -22,7 +22,9 @@ def test_tree_valid_actions_follow_the_action_table():
     assert visible_state(rec, (1,)).valid_actions == ("DIRECT", "FIX", "RESAMPLE")
     assert visible_state(rec, (3,)).valid_actions == ("DIRECT", "RESAMPLE")  # no repairs left
     assert visible_state(rec, (1, 1)).valid_actions == ("DIRECT", "PROGRAM", "RESAMPLE")
-    assert visible_state(rec, (1, 1, 1)).valid_actions == ("DIRECT", "PROGRAM")  # no sample left
+    # no sample left; samples 1 and 2 pass with different outputs: PROGRAM (the commit rule's pick,
+    # sample 1 at the 1-1 tie) or PROGRAM:2 (commit sample 2's output instead)
+    assert visible_state(rec, (1, 1, 1)).valid_actions == ("DIRECT", "PROGRAM", "PROGRAM:2")
     s = visible_state(rec, (2, 1))
     assert s.features["samples_drawn"] == 2 and s.features["samples_left"] == 1
     assert s.features["generations_spent"] == 3 and s.revealed == 3 and s.key == (rec["case_id"], (2, 1))

@@ -1,7 +1,7 @@
 """The LoRA policy on tree states: it reads the rendered agreement line and can answer RESAMPLE."""
 import pytest
 
-from controller.state import visible_state
+from controller.state import base_actions, visible_state
 from controller.training import labelled
 from tracefactory import ANSWER, WRONG, make_tree_record
 
@@ -19,12 +19,13 @@ def test_lora_policy_learns_to_resample_on_disagreement(tmp_path):
                                      chains=[[(True, WRONG)], [(True, ANSWER)], [(True, ANSWER)]]))
         recs.append(make_tree_record(f"b/b_{i}", "b", max_repairs=0,  # they agree -> commit
                                      chains=[[(True, ANSWER)], [(True, ANSWER)], [(True, ANSWER)]]))
-    data = labelled([(r, visible_state(r, (1, 1))) for r in recs])
+    # the LoRA policy acts over the majority-commit action space (its vocabulary has no PROGRAM:j)
+    data = labelled([(r, visible_state(r, (1, 1))) for r in recs], commit_any=False)
     assert set(data.labels) == {"RESAMPLE", "PROGRAM"}
     assert "passing: 2 distinct=2" in data.states[0].text and "passing: 2 distinct=1" in data.states[1].text
     # equal weights: with lam = 0 committing early in a "b" case only saves cost (regret weight 0.05)
-    examples = [PolicyExample(s.text, s.valid_actions, l, 1.0) for s, l in zip(data.states, data.labels)]
+    examples = [PolicyExample(s.text, base_actions(s.valid_actions), l, 1.0) for s, l in zip(data.states, data.labels)]
     cfg = LoraPolicyConfig(cache_dir=str(tmp_path / "base"), max_steps=60, batch_size=8)
     pol = train_lora_policy(examples, cfg, str(tmp_path / "adapter"), progress=False)
-    chosen = pol.choose([s.text for s in data.states], [s.valid_actions for s in data.states])
+    chosen = pol.choose([s.text for s in data.states], [base_actions(s.valid_actions) for s in data.states])
     assert chosen == data.labels
