@@ -130,6 +130,13 @@ def check_flags(cfg: RunConfig) -> None:
                          f"{b.name} the same program every time; sample with --temperature > 0 (e.g. 0.7)")
     if b.top_k is not None and b.top_k < 0:
         raise UsageError(f"--top-k: must be >= 0 (0: off), got {b.top_k}")
+    if b.name == "hf":
+        from tracegen.models import ModelNotInstalled, check_hub_model
+
+        try:  # offline and not cached: fail now, not after the hub client's retries
+            check_hub_model(b.model)
+        except ModelNotInstalled as err:
+            raise UsageError(f"--backend hf: {err}") from None
     if e.lora is not None and e.lora.base_model is not None:
         from tracegen.models import ModelNotInstalled, resolve_model
 
@@ -315,8 +322,8 @@ def run(cfg: RunConfig, log=print) -> dict:
     t0 = time.monotonic()
     check_flags(cfg)
     _slice_synth_waves(cfg)
-    _, cases_dir = resolve_case_set(cfg.cases)
     try:
+        _, cases_dir = resolve_case_set(cfg.cases)
         all_cases = load_cases(cases_dir)
     except CaseError as err:
         raise UsageError(f"--cases: {err}") from None
