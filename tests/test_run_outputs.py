@@ -188,3 +188,49 @@ def test_library_warnings_are_counted_not_shown(capsys):
     assert "ours" in err and "deprecated" not in err and "old" not in err
     assert summary.line() == ("note: 4 warnings from libraries held back (transformers 3, sklearn 1); "
                               "set LIVE_TOOL_DAGGER_WARNINGS=1 to see them")
+
+
+def test_waves_in_slices_report_cases_as_they_finish_and_change_no_record():
+    from cases import Case
+    from sandbox import Sandbox
+    from tracegen.backends.base import Backend, BackendConfig, Completion
+    from tracegen.rollout import RolloutConfig, trace_cases
+
+    wrong = "```python\ndef transform(table):\n    return table\n```"
+    right = "```python\ndef transform(table):\n    return [[row[0]] for row in table]\n```"
+
+    class Scripted(Backend):
+        """Sample 0 is right at once for case 0 only; every repair is right; calls are counted."""
+        name = "scripted"
+
+        def __init__(self):
+            super().__init__(BackendConfig(name="scripted"))
+            self.calls = []
+
+        def generate(self, requests):
+            self.calls.append(len(requests))
+            return [Completion('[["x"]]' if r.kind == "direct" else
+                               right if r.kind == "fix" or (r.sample == 0 and r.task.case_id.endswith("_0")) else wrong,
+                               5, 5, 1.0) for r in requests]
+
+    cases = [Case(f"f{i}/f{i}_0" if i == 0 else f"f{i}/f{i}_{i}", f"f{i}", [["a", "1"], ["b", "2"]], [["a"], ["b"]],
+                  [["c", "3"]], [["c"]]) for i in range(5)]
+    records, reports = {}, {}
+    with Sandbox(workers=1) as sb:
+        for size in (0, 3):
+            backend, heard = Scripted(), []
+            cfg = RolloutConfig(max_repairs=2, program_samples=2, progress=False, request_slice=size)
+            records[size] = trace_cases(cases, {}, backend, sb, cfg, lambda n, stage: heard.append((n, stage)))
+            reports[size] = (backend.calls, heard)
+    for r in records[0] + records[3]:  # sandbox timings differ from run to run
+        del r["totals"]["sandbox_ms"]
+        for rnd in r["rounds"] + [x for s in r.get("samples", []) for x in s]:
+            rnd["visible"]["wall_ms"] = rnd["test"]["wall_ms"] = 0
+    assert records[0] == records[3]
+    calls, heard = reports[0]
+    assert calls == [5, 10, 9]  # direct, WRITE for 2 samples x 5 cases, FIX for the 9 failing chains
+    calls, heard = reports[3]
+    assert calls == [3, 2, 3, 3, 3, 1, 3, 3, 3]
+    # no case is done after WRITE (every case has a failing sample); all 5 are done after round 1
+    assert sum(n for n, s in heard if s == "first programs") == 0
+    assert sum(n for n, s in heard if s == "repair round 1") == 5 == sum(n for n, _ in heard)
