@@ -130,13 +130,6 @@ def check_flags(cfg: RunConfig) -> None:
                          f"{b.name} the same program every time; sample with --temperature > 0 (e.g. 0.7)")
     if b.top_k is not None and b.top_k < 0:
         raise UsageError(f"--top-k: must be >= 0 (0: off), got {b.top_k}")
-    if b.name == "hf":
-        from tracegen.models import ModelNotInstalled, check_hub_model
-
-        try:  # offline and not cached: fail now, not after the hub client's retries
-            check_hub_model(b.model)
-        except ModelNotInstalled as err:
-            raise UsageError(f"--backend hf: {err}") from None
     if e.lora is not None and e.lora.base_model is not None:
         from tracegen.models import ModelNotInstalled, resolve_model
 
@@ -291,6 +284,13 @@ def _open_backend(cfg: RunConfig):
     """Build the backend (loading a model, checking an endpoint) before anything is written."""
     from tracegen.backends import get_backend
 
+    if cfg.backend.name == "hf":
+        from tracegen.models import ModelNotInstalled, check_hub_model
+
+        try:  # offline and not cached: fail now, not after the hub client's retries
+            check_hub_model(cfg.backend.model)
+        except ModelNotInstalled as err:
+            raise UsageError(f"--backend hf: {err}") from None
     try:
         backend = get_backend(cfg.backend)
     except (ValueError, OSError, ImportError) as err:
