@@ -70,7 +70,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--limit-total", type=int, default=None, help="trace at most N cases (dealt round-robin over families)")
     g.add_argument("--cases-per-family", type=int, default=None, help="use at most K cases of each family")
     g.add_argument("--progress-every", type=int, default=0, help="print a status line every N traced cases")
-    g.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    g.add_argument("--no-progress", action="store_true", help="hide progress (a bar on a terminal; otherwise a plain "
+                   "line when the first case finishes, then every 10 s)")
     g.add_argument("--export-sft", action="store_true", help="write reports/sft/{train,dev}.jsonl: verified attempts "
                    "as prompt-completion conversations for TRL's SFTTrainer (nothing from the test split; docs/sft.md)")
     g.add_argument("--sft-max-tokens", type=int, default=1024, help="with --export-sft: leave out conversations "
@@ -236,7 +237,8 @@ def main(argv=None) -> int:
     from controller.console import quiet_libraries
 
     held_back = quiet_libraries()  # before transformers & co. are imported
-    sys.stdout.reconfigure(line_buffering=True)  # a log file or pipe gets each line as it happens
+    if hasattr(sys.stdout, "reconfigure"):  # a log file or pipe gets each line as it happens
+        sys.stdout.reconfigure(line_buffering=True)
     from controller.pipeline import UsageError, run
 
     try:
