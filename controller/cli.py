@@ -70,9 +70,13 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--limit-total", type=int, default=None, help="trace at most N cases (dealt round-robin over families)")
     g.add_argument("--cases-per-family", type=int, default=None, help="use at most K cases of each family")
     g.add_argument("--progress-every", type=int, default=0, help="print a status line every N traced cases")
-    g.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    g.add_argument("--no-progress", action="store_true", help="hide progress (a bar on a terminal; otherwise a plain "
+                   "line when the first case finishes, then every 10 s)")
     g.add_argument("--export-sft", action="store_true", help="write reports/sft/{train,dev}.jsonl: verified attempts "
-                   "as chat conversations for TRL's SFTTrainer (nothing from the test split)")
+                   "as prompt-completion conversations for TRL's SFTTrainer (nothing from the test split; docs/sft.md)")
+    g.add_argument("--sft-max-tokens", type=int, default=1024, help="with --export-sft: leave out conversations "
+                   "longer than N tokens (prompt + answer, as the backend counted them) and report how many; "
+                   "TRL's default max_length; 0: no limit")
 
     g = p.add_argument_group("splits")
     g.add_argument("--split-seed", type=int, default=0, help="seed of the family-disjoint split")
@@ -185,6 +189,7 @@ def build_config(args):
     from controller.lora import LoraPolicyConfig
     from controller.pipeline import RunConfig
     from tracegen.backends import BackendConfig
+    from tracegen.progress import is_terminal
     from tracegen.rollout import RolloutConfig
 
     root = Path(args.root)
@@ -223,7 +228,8 @@ def build_config(args):
         dagger_iters=args.dagger_iters, dagger_beta=args.dagger_beta, cv_folds=args.cv_folds, cost=args.cost,
         lora_frontier_lambdas=args.lora_frontier,
         seeds=args.seeds, study=args.study,
-        progress=not args.no_progress, lora=LoraPolicyConfig(**lora_kw), adapters_dir=str(root / "reports" / "adapters"))
+        # the LoRA training bar is tqdm's: only on a terminal (a log file would get one line per step)
+        progress=not args.no_progress and is_terminal(), lora=LoraPolicyConfig(**lora_kw), adapters_dir=str(root / "reports" / "adapters"))
     rollout = RolloutConfig(max_repairs=args.max_repairs, exec_timeout_s=args.exec_timeout, memory_mb=args.memory_mb,
                             wave_size=args.wave_size, program_samples=args.program_samples, repair_history=args.repair_history, progress_every=args.progress_every, progress=not args.no_progress)
     return RunConfig(root=str(root), cases=args.cases, generate_traces=args.generate_traces, resume=args.resume,
@@ -231,7 +237,7 @@ def build_config(args):
                      cases_per_family=args.cases_per_family, split_seed=args.split_seed,
                      test_families=args.test_families, dev_families=args.dev_families,
                      split_manifest=args.split_manifest, headroom_probe=args.headroom_probe, workers=args.workers,
-                     export_sft=args.export_sft, backend=backend, rollout=rollout,
+                     export_sft=args.export_sft, sft_max_tokens=args.sft_max_tokens, backend=backend, rollout=rollout,
                      experiment=experiment)
 
 
@@ -251,6 +257,11 @@ def main(argv=None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _term)
+    from controller.console import quiet_libraries
+
+    held_back = quiet_libraries()  # before transformers & co. are imported
+    if hasattr(sys.stdout, "reconfigure"):  # a log file or pipe gets each line as it happens
+        sys.stdout.reconfigure(line_buffering=True)
     from controller.pipeline import UsageError, run
 
     try:
@@ -262,6 +273,8 @@ def main(argv=None) -> int:
         print("interrupted: finished records are kept; rerun with --resume to continue", file=sys.stderr)
         return 130
     print_table(summary)
+    if held_back is not None and held_back.line():
+        print(held_back.line(), file=sys.stderr)
     print(f"\ntotal {summary['timing']['total_s']:.1f}s; report: {Path(args.root) / 'reports' / 'report.md'}")
     return 0
 

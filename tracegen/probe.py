@@ -47,12 +47,15 @@ def probe_headroom(cases: list[Case], sandbox, backend_config: BackendConfig, cf
     probe_cfg = replace(cfg, max_repairs=0, program_samples=1)
     if synth is None:
         synth = get_backend(replace(backend_config, name="synth", model=None, cache_dir=None))
-    from tqdm import tqdm
+    from .progress import Progress
 
     scored = [c for c in cases if c.scored]
     records = []
-    with tqdm(total=len(scored), desc="headroom probe", unit="case", disable=not cfg.progress) as bar:
+    bar = Progress(len(scored), "headroom probe", enabled=cfg.progress)
+    try:
         for start in range(0, len(scored), cfg.wave_size):
-            records += trace_cases(scored[start:start + cfg.wave_size], {}, synth, sandbox, probe_cfg)
-            bar.update(len(scored[start:start + cfg.wave_size]))
+            records += trace_cases(scored[start:start + cfg.wave_size], {}, synth, sandbox, probe_cfg,
+                                   lambda n, stage: bar.update(n))
+    finally:
+        bar.close()
     return headroom_families(records)

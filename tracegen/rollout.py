@@ -19,6 +19,7 @@ from .backends import Backend, GenerationRequest, Task
 from .conversations import round_feedback, round_messages
 from .grading import hidden_block
 from .parsing import parse_code, parse_table
+from .progress import Progress
 from .prompts import direct_messages, write_messages
 from .records import SCHEMA_VERSION, append_record
 
@@ -29,10 +30,14 @@ class RolloutConfig:
     exec_timeout_s: float = 1.5
     memory_mb: int = 256
     wave_size: int = 64
-    progress_every: int = 0  # print a one-line status every N cases (0: only the tqdm bar)
+    progress_every: int = 0  # print a one-line status every N cases (0: the bar, or a line every 10 s off a terminal)
     progress: bool = True
     program_samples: int = 1  # independent program samples per case, each repaired (K > 1 adds ``samples``)
     repair_history: bool = False  # FIX prompts show every earlier attempt of the sample, not just the latest
+    # requests per backend call within a wave (0: the whole wave in one call). Smaller slices let
+    # progress advance as cases finish; batching backends (hf, vllm) want whole waves, and hf's
+    # batch composition (so its sampling seeds) follows the call, so only synth slices by default.
+    request_slice: int = 0
 
 
 @dataclass
@@ -72,9 +77,13 @@ def _run_dict(result, *, with_output: bool) -> dict:
     return d
 
 
+def _slices(items: list, size: int) -> list[list]:
+    return [items[i:i + size] for i in range(0, len(items), size)] if size > 0 and items else [items]
+
+
 def _direct_wave(backend: Backend, attempts: list[_Attempt]) -> None:
     reqs = [GenerationRequest("direct", direct_messages(a.task), a.task) for a in attempts]
-    for a, comp in zip(attempts, backend.generate(reqs)):
+    for a, comp in zip(attempts, backend.generate(reqs) if reqs else []):
         parsed = parse_table(comp.text)
         a.direct = {
             "raw": comp.text,
@@ -173,18 +182,34 @@ def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig) -> dict:
 
 
 def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, sandbox,
-                cfg: RolloutConfig) -> list[dict]:
-    """Trace one chunk of cases in waves and return their records (nothing is written)."""
+                cfg: RolloutConfig, on_progress=None) -> list[dict]:
+    """Trace one chunk of cases in waves and return their records (nothing is written).
+
+    ``on_progress(n, stage)`` hears, after each backend call, how many more cases have finished
+    (every sample solved on the public example or out of repairs) and which wave is running."""
+    report = on_progress or (lambda n, stage: None)
     chunk = [_Attempt(c, split_of.get(c.case_id, "unassigned"), _task(c)) for c in cases]
     for a in chunk:
         a.chains = [_Chain(j) for j in range(max(cfg.program_samples, 1))]
-    _direct_wave(backend, chunk)
+    report(0, "direct answers")
+    for part in _slices(chunk, cfg.request_slice):
+        _direct_wave(backend, part)
     # sample-major order: with K = 1 every wave is exactly the pilot's batch
     active = [(a, a.chains[j]) for j in range(max(cfg.program_samples, 1)) for a in chunk]
+    open_chains = {id(a): len(a.chains) for a in chunk}
     for rnd in range(cfg.max_repairs + 1):
         if not active:
             break
-        _program_wave(backend, sandbox, active, rnd, cfg)
+        stage = "first programs" if rnd == 0 else f"repair round {rnd}"
+        report(0, stage)
+        for part in _slices(active, cfg.request_slice):
+            _program_wave(backend, sandbox, part, rnd, cfg)
+            finished = 0
+            for a, ch in part:  # a chain ends when it passes or has used its last repair
+                if ch.solved_visible or rnd == cfg.max_repairs:
+                    open_chains[id(a)] -= 1
+                    finished += open_chains[id(a)] == 0
+            report(finished, stage)
         active = [(a, ch) for a, ch in active if not ch.solved_visible]
     return [_record(a, backend, cfg) for a in chunk]
 
@@ -195,19 +220,22 @@ def rollout(cases: list[Case], split_of: dict[str, str], backend: Backend, sandb
 
     Returns counts for the run summary. Records are written in the order of ``cases``.
     """
-    from tqdm import tqdm
-
     todo = [c for c in cases if c.case_id not in done_ids]
     t0, written, visible_passes = time.monotonic(), 0, 0
-    bar = tqdm(total=len(todo), desc="tracing", unit="case", disable=not cfg.progress)
+    bar = Progress(len(todo), "tracing", enabled=cfg.progress, every=cfg.progress_every)
+    waves = -(-len(todo) // cfg.wave_size)
+
+    def tick(n: int, stage: str) -> None:
+        bar.set_stage(f"wave {start // cfg.wave_size + 1}/{waves}: {stage}" if waves > 1 else stage)
+        bar.update(n)
+
     try:
         for start in range(0, len(todo), cfg.wave_size):
-            for rec in trace_cases(todo[start:start + cfg.wave_size], split_of, backend, sandbox, cfg):
+            for rec in trace_cases(todo[start:start + cfg.wave_size], split_of, backend, sandbox, cfg, tick):
                 append_record(out_path, rec)
                 written += 1
                 visible_passes += bool(rec["rounds"]) and rec["rounds"][-1]["visible_pass"]
-                bar.update(1)
-                if cfg.progress_every and written % cfg.progress_every == 0:
+                if bar.is_bar and cfg.progress_every and written % cfg.progress_every == 0:
                     bar.write(f"[{written}/{len(todo)}] {time.monotonic() - t0:.1f}s, "
                               f"{visible_passes} programs pass their public example")
     finally:
