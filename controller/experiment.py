@@ -44,14 +44,16 @@ class ExperimentConfig:
     seeds: int = field(default=1, metadata={"help": "retrain every learned controller with seeds seed..seed+N-1"})
     frontier_lambdas: tuple = field(default=(0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0),
                                     metadata={"help": "trade-off weights swept for the rule's frontier"})
-    lora_frontier_lambdas: tuple = field(default=(0.0, 0.5, 0.75),
-                                         metadata={"help": "trade-off weights for the LoRA frontier (one training "
-                                                           "each); empty: none"})
+    lora_frontier_lambdas: tuple = field(default=(), metadata={
+        "help": "trade-off weights for the LoRA frontier (one training each); empty (the default): none"})
     policies: tuple | None = field(default=None, metadata={"help": "report only these policies (default: all)"})
     progress: bool = True
     bootstrap_resamples: int = 2000
     lora: object = None  # controller.lora.LoraPolicyConfig, built by the CLI
     adapters_dir: str = "reports/adapters"
+    split_seed: int = field(default=0, metadata={"help": "fold seed of cross-validation (the run's --split-seed)"})
+    split_seeds: int = field(default=1, metadata={"help": "repeat cross-validation with fold seeds "
+                                                          "split_seed..split_seed+N-1 and report the spread"})
 
 
 def by_split(records):
@@ -179,21 +181,32 @@ def train_learners(records, cfg: ExperimentConfig, log=print) -> tuple[dict, dic
     return policies, info, timing
 
 
-def seed_table(per_seed: dict[int, dict[str, dict]]) -> dict:
-    """``{seed: {policy: per-split summaries}}`` -> ``seeds.<policy>.<split>`` (contract)."""
+def seed_table(per_seed: dict[int, dict[str, dict]], actions: dict[int, dict[str, tuple]] | None = None) -> dict:
+    """``{seed: {policy: per-split summaries}}`` -> ``seeds.<policy>.<split>`` (contract).
+
+    ``actions`` (``{seed: {policy: per-case action sequences}}``) marks a policy
+    ``deterministic`` when every seed took the same actions on every case: its seeds are then one
+    observation repeated, and the report shows one number, not N."""
     seeds = sorted(per_seed)
     out: dict = {}
     for policy in sorted({p for res in per_seed.values() for p in res}):
         have = [s for s in seeds if policy in per_seed[s]]
         out[policy] = {}
+        acts = [actions[s][policy] for s in have if actions and policy in actions.get(s, {})]
+        det = len(acts) == len(have) > 1 and all(a == acts[0] for a in acts)
         for split in ("dev", "test"):
             rows = [per_seed[s][policy][split] for s in have]
             exact = [r["exact"] for r in rows]
             out[policy][split] = {"seeds": have, "exact": exact, "n": rows[0]["n"] if rows else 0,
                                   "program_generations": [r["program_generations"] for r in rows],
                                   "mean": sum(exact) / len(exact) if exact else None,
-                                  "min": min(exact, default=None), "max": max(exact, default=None)}
+                                  "min": min(exact, default=None), "max": max(exact, default=None),
+                                  "deterministic": det}
     return out
+
+
+def _actions(outs) -> tuple:
+    return tuple((o["case_id"], tuple(o["actions"])) for o in outs)
 
 
 def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tuple[dict, dict]:
@@ -225,23 +238,28 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     if cfg.seeds > 1:
         t = time.monotonic()
         per_seed = {cfg.seed: {k: results[k] for k in learned}}
+        actions = {cfg.seed: {k: _actions(outcomes[k]) for k in learned}}
         rule_models = {cfg.seed: info["learned_rule"]["model"]}
         for i in range(1, cfg.seeds):
             s = cfg.seed + i
             scfg = replace(cfg, seed=s, adapters_dir=f"{cfg.adapters_dir}/seed{s}")
             pols, sinfo, _ = train_learners(records, scfg, log=log)
-            per_seed[s] = {k: _per_split(simulate(p, records), s) for k, p in pols.items()}
+            outs = {k: simulate(p, records) for k, p in pols.items()}
+            per_seed[s] = {k: _per_split(o, s) for k, o in outs.items()}
+            actions[s] = {k: _actions(o) for k, o in outs.items()}
             rule_models[s] = sinfo["learned_rule"]["model"]
             log(f"seed {s}: " + ", ".join(f"{k} test {v['test']['exact']}/{v['test']['n']}"
                                           for k, v in per_seed[s].items()))
-        summary["seeds"] = seed_table(per_seed)
+        summary["seeds"] = seed_table(per_seed, actions)
         summary["seed_rule_models"] = {str(k): v for k, v in rule_models.items()}
         timing["seeds_s"] = round(time.monotonic() - t, 2)
 
     # --- budget frontier -------------------------------------------------------------------
     t = time.monotonic()
     rule_name = info["learned_rule"]["model"]
-    rule_fit = lambda d, lam: fit_rule(d, rule_name, cfg.seed, name=f"rule_lam{lam}")
+    # at lam = 0 the labels are the learned rule's own: the same model on the same data, so reuse it
+    rule_fit = lambda d, lam: learned["learned_rule"] if lam == 0 else fit_rule(d, rule_name, cfg.seed,
+                                                                                name=f"rule_lam{lam}")
     summary["frontier"] = {"learned_rule": _frontier(rule_fit, train, splits, cfg.frontier_lambdas, cfg)}
     if cfg.train_lora and cfg.lora_frontier_lambdas:
         lora_fit = _lora_fit(cfg, "lora_frontier", False)  # no early stopping: dev labels are lam = 0
@@ -256,6 +274,13 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
         t = time.monotonic()
         summary["cv"] = run_cv(records, cfg, log=log)
         timing["cv_s"] = round(time.monotonic() - t, 2)
+        if cfg.split_seeds > 1:  # the same CV under further fold assignments (split_seeds.py)
+            from .split_seeds import split_seed_outcomes, spread_summary
+
+            t = time.monotonic()
+            summary["split_seed_records"] = split_seed_outcomes(records, cfg, log=log, first_cv=summary["cv"])
+            summary["split_seeds"] = spread_summary(summary["split_seed_records"])
+            timing["split_seeds_s"] = round(time.monotonic() - t, 2)
 
     # --- statistics and failures -----------------------------------------------------------
     if cfg.policies:
@@ -273,9 +298,9 @@ def _frontier(fit: Callable, train, splits, lambdas, cfg: ExperimentConfig) -> d
 
     ``cost`` per case is in the unit ``controller.cost.cost_unit`` names (thousands for tokens
     and work)."""
-    points = []
+    points, pairs = [], full_state_pairs(train)  # the states are the same at every weight: build them once
     for lam in lambdas:
-        pol = fit(labelled(full_state_pairs(train), lam, cfg.cost), lam)
+        pol = fit(labelled(pairs, lam, cfg.cost), lam)
         for split in ("dev", "test"):
             outs = [o for o in simulate(pol, _scored(splits[split]))]
             summ = summarize_outcomes(outs, seed=cfg.seed)
