@@ -14,6 +14,7 @@ from __future__ import annotations
 from cases import make_cv_folds
 from .policies import FIXED_POLICIES, Oracle
 from .rule import select_rule
+from .experiment import dev_scorer
 from .simulate import simulate
 from .stats import paired_tests, summarize_outcomes
 from .training import full_state_pairs, labelled
@@ -40,13 +41,14 @@ def run_cv(records, cfg, log=print, fold_seed: int | None = None) -> dict:
         dev = [r for r in recs if r["split"] == "dev"]
         test = [r for r in recs if r["split"] == "test"]
 
-        rule, _ = select_rule(labelled(full_state_pairs(train)), dev, seed=cfg.seed)
+        memo: dict = {}  # this fold's records: every policy walks the same states
+        rule, _ = select_rule(labelled(full_state_pairs(train)), dev, dev_scorer(memo), seed=cfg.seed)
         policies = {name: cls() for name, cls in FIXED_POLICIES.items()}
         policies["learned_rule"] = rule
         policies["oracle_seq"] = Oracle(test)
         res = {}
         for name, pol in policies.items():
-            outs = [dict(o, fold=i) for o in simulate(pol, test)]
+            outs = [dict(o, fold=i) for o in simulate(pol, test, memo=memo)]
             pooled.setdefault(name, []).extend(outs)
             res[name] = summarize_outcomes(outs, seed=cfg.seed)
         fold_results.append({"fold": i, "test_families": sorted(test_fams), "dev_families": sorted(dev_fams),
