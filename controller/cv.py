@@ -12,9 +12,9 @@ it with a real base when needed.)
 from __future__ import annotations
 
 from cases import make_cv_folds
+from .experiment import dev_scorer
 from .policies import FIXED_POLICIES, Oracle
 from .rule import select_rule
-from .experiment import dev_scorer
 from .simulate import simulate
 from .stats import paired_tests, summarize_outcomes
 from .training import full_state_pairs, labelled
