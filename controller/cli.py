@@ -170,9 +170,10 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--dagger-iters", type=int, default=0, help="DAgger iterations after the oracle-trajectory start")
     g.add_argument("--dagger-beta", type=float, default=0.5, help="DAgger initial oracle mixing rate (annealed to 0)")
     g.add_argument("--cv-folds", type=int, default=0, help="family-level cross-validation folds (0: off)")
-    g.add_argument("--lora-frontier", type=_lambdas, default=(0.0, 0.5, 0.75), metavar="W,W,...",
-                   help="trade-off weights at which the LoRA policy is retrained for its accuracy-vs-cost frontier "
-                        "(one training each; 'none' skips it, e.g. on a large --policy-model)")
+    g.add_argument("--lora-frontier", type=_lambdas, default=(), metavar="W,W,...",
+                   help="with --train-lora: trade-off weights at which the LoRA policy is retrained for its "
+                        "accuracy-vs-cost frontier, e.g. 0,0.5,0.75 (one training each; default: none, the "
+                        "quickstart trains the policy once)")
     g.add_argument("--policies", default=None, help="comma-separated policies to report (default: all that were run)")
     g.add_argument("--cost", default="generations", help="cost model for the oracle labels and the budget frontier: "
                    "generations (program rounds), tokens (completion tokens) or work (search nodes for synth, "
@@ -181,6 +182,8 @@ def make_parser() -> argparse.ArgumentParser:
                    "with seeds SEED..SEED+N-1 and report mean [min, max]")
     g.add_argument("--study", default=None, metavar="FILE", help="study file (TOML or JSON, e.g. studies/foofah.toml): "
                    "the pre-registered primary hypotheses and cost unit (default: a built-in study, not pre-registered)")
+    g.add_argument("--split-seeds", type=int, default=1, help="with --cv-folds: repeat cross-validation with N fold "
+                   "assignments (fold seeds SPLIT_SEED..SPLIT_SEED+N-1) and report every CV result's spread")
     return p
 
 
@@ -227,7 +230,7 @@ def build_config(args):
         policies=tuple(p.strip() for p in args.policies.split(",") if p.strip()) if args.policies else None,
         dagger_iters=args.dagger_iters, dagger_beta=args.dagger_beta, cv_folds=args.cv_folds, cost=args.cost,
         lora_frontier_lambdas=args.lora_frontier,
-        seeds=args.seeds, study=args.study,
+        seeds=args.seeds, study=args.study, split_seed=args.split_seed, split_seeds=args.split_seeds,
         # the LoRA training bar is tqdm's: only on a terminal (a log file would get one line per step)
         progress=not args.no_progress and is_terminal(), lora=LoraPolicyConfig(**lora_kw), adapters_dir=str(root / "reports" / "adapters"))
     rollout = RolloutConfig(max_repairs=args.max_repairs, exec_timeout_s=args.exec_timeout, memory_mb=args.memory_mb,

@@ -3,11 +3,13 @@
 Reads top to bottom: group records by split -> fixed policies and the oracle -> learned
 controllers for the base seed (rule with model choice on dev, LoRA policies, the shuffled control,
 DAgger) -> the same learners retrained for every further seed (``--seeds``) -> budget frontier ->
-cross-validation -> paired tests and failure analysis.
+cross-validation (repeated over fold assignments with ``--split-seeds``, ``split_seeds.py``) ->
+paired tests and failure analysis.
 
 Seeds: ``policy_results`` holds the base seed's learned controllers (the one whose adapters,
 predictions and paired tests are reported); ``seeds.<policy>.<split>`` holds every seed's exact
-count, so a claim about a learned controller can be checked across seeds.
+count, so a claim about a learned controller can be checked across seeds; a learner that took the
+same actions at every seed is marked ``deterministic`` (its seeds are one observation).
 """
 from __future__ import annotations
 
@@ -46,15 +48,17 @@ class ExperimentConfig:
     seeds: int = field(default=1, metadata={"help": "retrain every learned controller with seeds seed..seed+N-1"})
     frontier_lambdas: tuple = field(default=(0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0),
                                     metadata={"help": "trade-off weights swept for the rule's frontier"})
-    lora_frontier_lambdas: tuple = field(default=(0.0, 0.5, 0.75),
-                                         metadata={"help": "trade-off weights for the LoRA frontier (one training "
-                                                           "each); empty: none"})
+    lora_frontier_lambdas: tuple = field(default=(), metadata={
+        "help": "trade-off weights for the LoRA frontier (one training each); empty (the default): none"})
     policies: tuple | None = field(default=None, metadata={"help": "report only these policies (default: all)"})
     progress: bool = True
     bootstrap_resamples: int = 2000
     lora: object = None  # controller.lora.LoraPolicyConfig, built by the CLI
     adapters_dir: str = "reports/adapters"
     study: str | None = field(default=None, metadata={"help": "study file (TOML/JSON): pre-registered hypotheses"})
+    split_seed: int = field(default=0, metadata={"help": "fold seed of cross-validation (the run's --split-seed)"})
+    split_seeds: int = field(default=1, metadata={"help": "repeat cross-validation with fold seeds "
+                                                          "split_seed..split_seed+N-1 and report the spread"})
 
 
 def by_split(records):
@@ -79,8 +83,8 @@ def split_counts(records) -> dict:
     return out
 
 
-def _evaluate_on(policy, splits: dict, seed: int = 0) -> dict:
-    return {s: summarize_outcomes(simulate(policy, recs), seed=seed) for s, recs in splits.items()
+def _evaluate_on(policy, splits: dict, seed: int = 0, memo: dict | None = None) -> dict:
+    return {s: summarize_outcomes(simulate(policy, recs, memo=memo), seed=seed) for s, recs in splits.items()
             if s in ("dev", "test")}
 
 
@@ -129,10 +133,21 @@ class _LoraAdapter:
         return self.inner.choose([s.text for s in states], [base_actions(s.valid_actions) for s in states]) if states else []
 
 
-def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True) -> tuple[dict, dict, dict]:
+def dev_scorer(memo: dict | None):
+    """``rule.dev_score`` with the run's state memo (the candidates all walk the same dev states)."""
+    def score(policy, recs):
+        o = summarize_outcomes(simulate(policy, recs, memo=memo))
+        return o["accuracy"] or 0.0, o["program_generations"]
+
+    return score
+
+
+def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True,
+                   memo: dict | None = None) -> tuple[dict, dict, dict]:
     """Every learned controller for ``cfg.seed``: (policies, info, timing).
 
-    info: ``learned_rule`` (model, candidate table, dev tie) and ``dagger`` histories.
+    info: ``learned_rule`` (model, candidate table, dev tie) and ``dagger`` histories. ``memo``:
+    ``simulate``'s state memo, kept by the caller for as long as ``records`` live.
     """
     timing, t0 = {}, time.monotonic()
     splits = by_split(records)
@@ -141,7 +156,7 @@ def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True
 
     # --- learned rule: full-state behaviour cloning, model choice on dev --------------------
     data = labelled(full_state_pairs(train), cost=cfg.cost)
-    rule, rule_table = select_rule(data, _scored(splits["dev"]), seed=cfg.seed)
+    rule, rule_table = select_rule(data, _scored(splits["dev"]), dev_scorer(memo), seed=cfg.seed)
     policies["learned_rule"] = rule
     info["learned_rule"] = {"model": rule.model_name, "candidates": rule_table, "dev_tie": dev_tie(rule_table),
                             "n_train_states": len(data),
@@ -176,7 +191,7 @@ def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True
             learners["lora_seq_policy"] = _lora_fit(cfg, "lora_dagger", False, dev_data, lora_meta)
         for lname, fit in learners.items():
             final, hist = run_dagger(fit, train, iters=cfg.dagger_iters, beta0=cfg.dagger_beta, seed=cfg.seed,
-                                     evaluate=lambda p: _evaluate_on(p, splits, cfg.seed), cost=cfg.cost,
+                                     evaluate=lambda p: _evaluate_on(p, splits, cfg.seed, memo), cost=cfg.cost,
                                      commit_any=lname == "learned_rule")  # LoRA: no PROGRAM:j (see _lora_examples)
             info["dagger"][lname] = hist
             dname = "learned_rule_dagger" if lname == "learned_rule" else "lora_dagger"
@@ -190,21 +205,32 @@ def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True
     return policies, info, timing
 
 
-def seed_table(per_seed: dict[int, dict[str, dict]]) -> dict:
-    """``{seed: {policy: per-split summaries}}`` -> ``seeds.<policy>.<split>`` (contract)."""
+def seed_table(per_seed: dict[int, dict[str, dict]], actions: dict[int, dict[str, tuple]] | None = None) -> dict:
+    """``{seed: {policy: per-split summaries}}`` -> ``seeds.<policy>.<split>`` (contract).
+
+    ``actions`` (``{seed: {policy: per-case action sequences}}``) marks a policy
+    ``deterministic`` when every seed took the same actions on every case: its seeds are then one
+    observation repeated, and the report shows one number, not N."""
     seeds = sorted(per_seed)
     out: dict = {}
     for policy in sorted({p for res in per_seed.values() for p in res}):
         have = [s for s in seeds if policy in per_seed[s]]
         out[policy] = {}
+        acts = [actions[s][policy] for s in have if actions and policy in actions.get(s, {})]
+        det = len(acts) == len(have) > 1 and all(a == acts[0] for a in acts)
         for split in ("dev", "test"):
             rows = [per_seed[s][policy][split] for s in have]
             exact = [r["exact"] for r in rows]
             out[policy][split] = {"seeds": have, "exact": exact, "n": rows[0]["n"] if rows else 0,
                                   "program_generations": [r["program_generations"] for r in rows],
                                   "mean": sum(exact) / len(exact) if exact else None,
-                                  "min": min(exact, default=None), "max": max(exact, default=None)}
+                                  "min": min(exact, default=None), "max": max(exact, default=None),
+                                  "deterministic": det}
     return out
+
+
+def _actions(outs) -> tuple:
+    return tuple((o["case_id"], tuple(o["actions"])) for o in outs)
 
 
 def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tuple[dict, dict]:
@@ -217,16 +243,17 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     policies = {name: cls() for name, cls in FIXED_POLICIES.items()}
     policies["oracle_seq"] = Oracle(records, cost=cfg.cost)  # unscored cases get DIRECT: no action can be right
 
-    learned, info, timing = train_learners(records, cfg, log=log)
+    memo: dict = {}  # (record, position) -> State, shared by every simulation of these records
+    learned, info, timing = train_learners(records, cfg, log=log, memo=memo)
     policies.update({k: v for k, v in learned.items() if k not in ("learned_rule_dagger", "lora_dagger")})
 
     # --- simulate every policy on every split ---------------------------------------------
     if has_samples(_scored(records)):  # --program-samples K > 1: policies that RESAMPLE
         policies.update({name: cls() for name, cls in TREE_POLICIES.items()})
-    outcomes = {name: simulate(p, records) for name, p in policies.items()}
+    outcomes = {name: simulate(p, records, memo=memo) for name, p in policies.items()}
     for dname in ("learned_rule_dagger", "lora_dagger"):
         if dname in learned:
-            outcomes[dname] = simulate(learned[dname], records)
+            outcomes[dname] = simulate(learned[dname], records, memo=memo)
     results = {name: _per_split(outs, cfg.seed) for name, outs in outcomes.items()}
     info["commit_any_sample"] = commit_any_headroom(records, outcomes["oracle_seq"], cost=cfg.cost)
     summary = {"splits": split_counts(records), "policy_results": results, **info,
@@ -237,16 +264,19 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     if cfg.seeds > 1:
         t = time.monotonic()
         per_seed = {cfg.seed: {k: results[k] for k in learned if k not in NULL_POLICIES}}
+        actions = {cfg.seed: {k: _actions(outcomes[k]) for k in learned if k not in NULL_POLICIES}}
         rule_models = {cfg.seed: info["learned_rule"]["model"]}
         for i in range(1, cfg.seeds):
             s = cfg.seed + i
             scfg = replace(cfg, seed=s, adapters_dir=f"{cfg.adapters_dir}/seed{s}")
-            pols, sinfo, _ = train_learners(records, scfg, log=log, nulls=False)
-            per_seed[s] = {k: _per_split(simulate(p, records), s) for k, p in pols.items()}
+            pols, sinfo, _ = train_learners(records, scfg, log=log, nulls=False, memo=memo)
+            outs = {k: simulate(p, records, memo=memo) for k, p in pols.items()}
+            per_seed[s] = {k: _per_split(o, s) for k, o in outs.items()}
+            actions[s] = {k: _actions(o) for k, o in outs.items()}
             rule_models[s] = sinfo["learned_rule"]["model"]
             log(f"seed {s}: " + ", ".join(f"{k} test {v['test']['exact']}/{v['test']['n']}"
                                           for k, v in per_seed[s].items()))
-        summary["seeds"] = seed_table(per_seed)
+        summary["seeds"] = seed_table(per_seed, actions)
         summary["seed_rule_models"] = {str(k): v for k, v in rule_models.items()}
         timing["seeds_s"] = round(time.monotonic() - t, 2)
 
@@ -254,11 +284,13 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     t = time.monotonic()
     rule_name = info["learned_rule"]["model"]
     rule_fit = lambda d, lam: fit_rule(d, rule_name, cfg.seed, name=f"rule_lam{lam}")
-    summary["frontier"] = {"learned_rule": _frontier(rule_fit, train, splits, cfg.frontier_lambdas, cfg)}
+    # at lam = 0 the labels are the learned rule's own (same model, data and seed): reuse it
+    summary["frontier"] = {"learned_rule": _frontier(rule_fit, train, splits, cfg.frontier_lambdas, cfg,
+                                                     known={0.0: learned["learned_rule"]}, memo=memo)}
     if cfg.train_lora and cfg.lora_frontier_lambdas:
         lora_fit = _lora_fit(cfg, "lora_frontier", False)  # no early stopping: dev labels are lam = 0
         summary["frontier"]["lora_seq_policy"] = _frontier(lambda d, lam: lora_fit(d, f"lam{lam}"), train, splits,
-                                                           cfg.lora_frontier_lambdas, cfg)
+                                                           cfg.lora_frontier_lambdas, cfg, memo=memo)
     timing["frontier_s"] = round(time.monotonic() - t, 2)
 
     # --- cross-validation ------------------------------------------------------------------
@@ -268,6 +300,13 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
         t = time.monotonic()
         summary["cv"] = run_cv(records, cfg, log=log)
         timing["cv_s"] = round(time.monotonic() - t, 2)
+        if cfg.split_seeds > 1:  # the same CV under further fold assignments (split_seeds.py)
+            from .split_seeds import split_seed_outcomes, spread_summary
+
+            t = time.monotonic()
+            summary["split_seed_records"] = split_seed_outcomes(records, cfg, log=log, first_cv=summary["cv"])
+            summary["split_seeds"] = spread_summary(summary["split_seed_records"])
+            timing["split_seeds_s"] = round(time.monotonic() - t, 2)
 
     # --- statistics and failures -----------------------------------------------------------
     if cfg.policies:
@@ -285,16 +324,18 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     return summary, outcomes
 
 
-def _frontier(fit: Callable, train, splits, lambdas, cfg: ExperimentConfig) -> dict:
+def _frontier(fit: Callable, train, splits, lambdas, cfg: ExperimentConfig, known: dict | None = None,
+              memo: dict | None = None) -> dict:
     """Sweep the trade-off weight: oracle labels that charge lam per unit cost -> one policy each.
 
+    ``known`` maps a weight to a policy already trained on exactly those labels (not refit).
     ``cost`` per case is in the unit ``controller.cost.cost_unit`` names (thousands for tokens
     and work)."""
-    points = []
+    points, pairs = [], full_state_pairs(train)  # the states are the same at every weight: build them once
     for lam in lambdas:
-        pol = fit(labelled(full_state_pairs(train), lam, cfg.cost), lam)
+        pol = (known or {}).get(lam) or fit(labelled(pairs, lam, cfg.cost), lam)
         for split in ("dev", "test"):
-            outs = [o for o in simulate(pol, _scored(splits[split]))]
+            outs = simulate(pol, _scored(splits[split]), memo=memo)
             summ = summarize_outcomes(outs, seed=cfg.seed)
             n = max(len(outs), 1)
             total = {"generations": summ["program_generations"], "tokens": summ["generated_tokens"] / 1000,

@@ -85,8 +85,9 @@ class LoraPolicyConfig:
         "help": "auto, first_token or sequence (see controller/lora_scoring.py)"})
     eval_every: int = field(default=20, metadata={
         "help": "steps between dev-loss evaluations for early stopping (0: off; needs dev examples)"})
-    patience: int = field(default=2, metadata={
-        "help": "evaluations without a better dev loss before training stops"})
+    patience: int = field(default=1, metadata={
+        "help": "evaluations without a better dev loss before training stops (1: stop at the first "
+                "evaluation that does not improve; the best adapter is restored either way)"})
 
     def __post_init__(self) -> None:
         if self.max_steps < 1 or self.batch_size < 1 or self.grad_accum < 1:

@@ -172,6 +172,10 @@ def check_flags(cfg: RunConfig) -> None:
             load_study(e.study, known_policies=POLICY_NAMES)
         except StudyError as err:
             raise UsageError(f"--study {err}") from None
+    if e.split_seeds < 1:
+        raise UsageError(f"--split-seeds: must be >= 1, got {e.split_seeds}")
+    if e.split_seeds > 1 and not e.cv_folds:
+        raise UsageError("--split-seeds: repeats cross-validation; pass --cv-folds F (F >= 2) too")
 
 
 def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[dict, dict]:
@@ -347,6 +351,7 @@ def run(cfg: RunConfig, log=print) -> dict:
     t0 = time.monotonic()
     check_flags(cfg)
     _slice_synth_waves(cfg)
+    cfg.experiment.split_seed = cfg.split_seed  # CV folds are seeded like the split: one flag, --split-seed
     try:
         _, cases_dir = resolve_case_set(cfg.cases)
         all_cases = load_cases(cases_dir)
@@ -422,6 +427,7 @@ def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -
     cv = summary.get("cv")
     if cv:
         cv.pop("pooled_outcomes", None)
+    summary.pop("split_seed_records", None)  # per-case records: for code that recomputes statistics
     exp = asdict(cfg.experiment)
     exp["lora"] = asdict(cfg.experiment.lora) if cfg.experiment.lora is not None else None
     full = {

@@ -251,11 +251,14 @@ def _seeds(s: Mapping) -> list[str]:
     rows = []
     for p in ordered_policies(seeds):
         cells = []
+        det = (seeds[p].get("test") or {}).get("deterministic")
         for split in ("dev", "test"):
             e = seeds[p].get(split) or {}
-            cells.append("n/a" if e.get("mean") is None else
+            cells.append("n/a" if e.get("mean") is None else f"{e['min']} / {e.get('n', 0)}" if det else
                          f"{e['mean']:.1f} [{e['min']}, {e['max']}] / {e.get('n', 0)}")
-        rows.append([f"`{p}`", *cells, ", ".join(str(x) for x in (seeds[p].get("test") or {}).get("exact", []))])
+        per = ", ".join(str(x) for x in (seeds[p].get("test") or {}).get("exact", []))
+        rows.append([f"`{p}`", *cells, "deterministic: the same actions at every seed (one observation)"
+                     if det else per])
     fixed = [f"`{p}` dev {_exact(pr[p]['dev'])}, test {_exact(pr[p]['test'])}"
              for p in ("direct_only", "always_tool_visible") if p in pr and "dev" in pr[p]]
     n_seeds = max(len((v.get("test") or {}).get("seeds", [])) for v in seeds.values())
@@ -285,6 +288,8 @@ def seed_claims(s: Mapping) -> list[str]:
             continue
         per = (seeds.get(p) or {}).get("test") or {}
         exact = per.get("exact") or [pr[p]["test"]["exact"]]
+        if per.get("deterministic"):  # N seeds, the same actions: one observation, not N
+            exact = exact[:1]
         n_seeds = len(exact)
         for base in ("always_tool_visible", "direct_only"):
             t = (tests.get(p) or {}).get(base)
@@ -297,7 +302,11 @@ def seed_claims(s: Mapping) -> list[str]:
             gens = per.get("program_generations") or [pr[p]["test"].get("program_generations")]
             cost = (f"; program generations {min(gens)}" + (f"-{max(gens)}" if min(gens) != max(gens) else "")
                     + f" vs {pr[base]['test'].get('program_generations')}") if None not in gens else ""
-            if v != "within noise" and n_seeds < 2:
+            if v != "within noise" and per.get("deterministic"):
+                out.append(f"- `{p}` vs `{base}`: {v} at the family level (p Holm {_p(t.get('p_holm'))}); the "
+                           f"learner is deterministic ({rng} vs {b} exact at every seed): seeds add nothing, the "
+                           "split seeds (`--split-seeds N`) are the spread to check.")
+            elif v != "within noise" and n_seeds < 2:
                 out.append(f"- `{p}` vs `{base}`: {v} at the family level (p Holm {_p(t.get('p_holm'))}) with "
                            f"one seed only ({rng} vs {b} exact): not checked across seeds (`--seeds N`), no claim.")
             elif v != "within noise" and side:
@@ -307,8 +316,10 @@ def seed_claims(s: Mapping) -> list[str]:
                 out.append(f"- `{p}` vs `{base}`: {v} at the base seed (p Holm {_p(t.get('p_holm'))}) but not at "
                            f"every seed ({rng} vs {b} exact): no claim.")
             else:
+                over = ("deterministic learner, the same at every seed" if per.get("deterministic")
+                        else f"over {n_seeds} seed(s)")
                 out.append(f"- `{p}` vs `{base}`: within noise at the family level (p Holm "
-                           f"{_p(t.get('p_holm'))}); test exact {rng} over {n_seeds} seed(s) vs {b}{cost}.")
+                           f"{_p(t.get('p_holm'))}); test exact {rng} ({over}) vs {b}{cost}.")
     lora, ctrl = (seeds.get("lora_seq_policy") or {}).get("test"), (seeds.get("lora_shuffled_seq") or {}).get("test")
     if not lora and "lora_seq_policy" in pr and "lora_shuffled_seq" in pr:
         lora = {"exact": [pr["lora_seq_policy"]["test"]["exact"]]}
@@ -423,18 +434,22 @@ def _cv(s: Mapping) -> list[str]:
     out = ["## Cross-validation", "",
            f"{cv.get('k', len(cv.get('folds') or []))} folds over families; each fold's "
            "test families are held out from training.", ""]
+    from .split_seeds import render_split_seeds, split_seed_note
+
     pooled = cv.get("pooled") or {}
     if pooled:
-        out += ["Pooled over folds:", ""] + _table(
+        out += [f"Pooled over folds (split seed {cv.get('split_seed', 'n/a')}):", ""] + _table(
             policy_headers(s), [_policy_row(p, pooled[p]) for p in ordered_policies(pooled)])
     ptests = cv.get("pooled_paired_tests") or {}
     prow = [[f"`{p}`", f"`{b}`", t.get("n_families", "n/a"), f"{t.get('b10', 0)} / {t.get('b01', 0)}",
-             f"{_pp(t.get('diff'))} {_ci(t.get('diff_ci95_family'))}", _p(t.get("p_holm")), t.get("verdict", "n/a")]
+             f"{_pp(t.get('diff'))} {_ci(t.get('diff_ci95_family'))}", _p(t.get("p_holm")), t.get("verdict", "n/a"),
+             split_seed_note(s, p, b)]
             for p in ordered_policies(ptests) for b, t in (ptests[p] or {}).items()]
     if prow:
         out += ["Pooled paired tests (family level, Holm over the distinct comparisons):", ""] + _table(
             ["Policy", "Baseline", "Families", "Wins / losses", "Diff [95% CI, family bootstrap]",
-             "p (Holm)", "Verdict"], prow)
+             "p (Holm)", "Verdict", "Over split seeds"], prow)
+    out += render_split_seeds(s)
     rows = []
     for i, fold in enumerate(cv.get("folds") or []):
         pr = fold.get("policy_results") or {}

@@ -83,14 +83,14 @@ class RulePolicy:
     name: str = "learned_rule"
     feature_names: tuple = FEATURE_NAMES  # the pilot's; plus the tree's when trained on K > 1 states
 
-    def _choose(self, s: State, model, row) -> str:
+    def _choose(self, s: State, model, proba) -> str:
+        """``proba``: the model's class probabilities for this state (None for a constant or no model)."""
         if model is None:
             return next((a for a in ("WRITE", "FIX", "PROGRAM") if a in s.valid_actions), "DIRECT")
         valid = canonical(s.valid_actions)
         if isinstance(model, str):
             return from_canonical(model if model in valid else valid[0], s.valid_actions)
-        p = model.predict_proba(row[None, :])[0]
-        classes = list(model.classes_)
+        p, classes = proba, list(model.classes_)
         scored = [(p[classes.index(a)] if a in classes else -1.0, -_tie_order(a), a) for a in valid]
         return from_canonical(max(scored)[2], s.valid_actions)
 
@@ -98,7 +98,19 @@ class RulePolicy:
         if not states:
             return []
         X = _matrix(states, self.feature_names)
-        return [self._choose(s, self.models.get(canonical(s.valid_actions)), X[i]) for i, s in enumerate(states)]
+        # one predict_proba per decision point, not per state: a forest's per-call overhead
+        # (100 trees) dominated simulation; the probabilities are the same row by row
+        groups: dict[tuple, list[int]] = {}
+        for i, s in enumerate(states):
+            groups.setdefault(canonical(s.valid_actions), []).append(i)
+        out: list = [None] * len(states)
+        for point, idx in groups.items():
+            model = self.models.get(point)
+            probs = (model.predict_proba(X[idx]) if model is not None and not isinstance(model, str)
+                     else [None] * len(idx))
+            for i, p in zip(idx, probs):
+                out[i] = self._choose(states[i], model, p)
+        return out
 
     def describe(self) -> str:
         from sklearn.tree import DecisionTreeClassifier, export_text

@@ -52,16 +52,26 @@ def _outcome(policy_name: str, rec: dict, actions: list[str], pos: tuple, source
     }
 
 
-def simulate(policy, records: Sequence[dict], *, states_out: list | None = None) -> list[dict]:
+def simulate(policy, records: Sequence[dict], *, states_out: list | None = None,
+             memo: dict | None = None) -> list[dict]:
     """Run ``policy`` on every record; return one outcome per record, in order.
 
     When ``states_out`` is a list, every visited (record, State) pair is appended to it
-    (DAgger aggregates these).
+    (DAgger aggregates these). ``memo`` (a dict the caller keeps while its records live) reuses
+    each (record, position)'s State across simulations: many policies visit the same states.
     """
+    def state(rec, pos):
+        if memo is None:
+            return visible_state(rec, pos)
+        key = (id(rec), pos)
+        if key not in memo:
+            memo[key] = visible_state(rec, pos)
+        return memo[key]
+
     episodes = [{"rec": r, "pos": (), "actions": [], "done": None} for r in records]
     active = list(range(len(episodes)))
     while active:
-        states: list[State] = [visible_state(episodes[i]["rec"], episodes[i]["pos"]) for i in active]
+        states: list[State] = [state(episodes[i]["rec"], episodes[i]["pos"]) for i in active]
         if states_out is not None:
             states_out.extend((episodes[i]["rec"], s) for i, s in zip(active, states))
         acts = policy.act(states)

@@ -80,6 +80,7 @@ def test_oversized_table_is_refused_with_its_limit(tmp_path):
     (["--cv-folds", "1"], "--cv-folds"),
     (["--max-repairs", "-1"], "--max-repairs"),
     (["--cost", "dollars"], "--cost"),
+    (["--split-seeds", "3"], "--split-seeds"),  # repeats CV: needs --cv-folds
 ])
 def test_bad_flags(tmp_path, args, needle):
     cases = small_case_dir(tmp_path / "cases", families=4, per_family=1)
