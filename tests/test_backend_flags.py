@@ -106,4 +106,4 @@ def test_console_command_version_and_defaults_in_help():
     assert out.returncode == 0 and out.stdout.startswith("live-tool-dagger ")
     helptext = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=60).stdout
     assert "--max-repairs MAX_REPAIRS" in helptext and "(default: 2)" in helptext
-    assert "(default: 0,0.5,0.75)" in helptext or "--lora-frontier" in helptext
+    assert "--synth-fix-nodes SYNTH_FIX_NODES" in helptext and "(default: foofah)" not in helptext
