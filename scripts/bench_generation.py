@@ -10,7 +10,7 @@ greedy with the same token limit everywhere, so every way does the same work.
 Without ``--model`` it builds a tiny random model (tracegen.tiny_model) in ``--work-dir`` first;
 no weights are downloaded. Examples:
 
-    python scripts/bench_generation.py                          # CPU, tiny qwen3_5, goal >= 4x
+    python scripts/bench_generation.py                          # CPU, tiny qwen3_5
     python scripts/bench_generation.py --arch llama --n-prompts 64 --batch-size 32
     python scripts/bench_generation.py --device cuda --vllm --json-out bench.json   # GPU machine
 """
