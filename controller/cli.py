@@ -117,7 +117,9 @@ def make_parser() -> argparse.ArgumentParser:
                    "ROOT/reports/cache/generations; 'none' disables)")
     g.add_argument("--synth-write-nodes", type=int, default=100, help="synth: search nodes for WRITE")
     g.add_argument("--synth-fix-nodes", type=int, default=40000, help="synth: search nodes for each FIX")
-    g.add_argument("--synth-time-budget", type=float, default=20.0, help="synth: wall-clock cap per search, seconds")
+    g.add_argument("--synth-time-budget", type=float, default=None, help="synth: wall-clock cap per search, "
+                   "seconds (default: none, so traces do not depend on load; a search it stops is recorded as "
+                   "finish_reason 'budget')")
 
     g = p.add_argument_group("rollout and sandbox")
     g.add_argument("--max-repairs", type=int, default=2, help="repair rounds after the first program")
