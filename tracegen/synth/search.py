@@ -9,8 +9,13 @@ and steps that lose a target value outright are pruned. A step costs 1, more whe
 are specific (a keyword, a row position, a fixed header). Once a consistent program is found the
 search spends an extra window (as many nodes again, at least ``WINDOW``) expanding the cheapest
 programs first, looking for a cheaper one, then returns the cheapest by (cost, steps, canonical
-text). ``time_budget_s`` is a safety net: when it trips, the search returns what it has and says
-so in ``cut_by_time``. Without a consistent program it returns the closest one it kept (smallest
+text). ``time_budget_s`` is an opt-in wall-clock cap (None, the default: off, so load never
+changes an answer): when it trips, the search returns what it has and says so in ``cut_by_time``.
+A big example (input of more than ``SAMPLE_ABOVE`` rows) is searched on its head first: the
+input's first ``SAMPLE_ROWS_HEAD`` rows and the output's leading rows made of the head's words;
+a program is a solution only if it fits the head and reproduces the full example (run
+incrementally from its prefix's kept full tables). When none does, a full-table search takes the
+rest of the budget, seeded with the programs that fit the head. Without a consistent program it returns the closest one it kept (smallest
 distance, then cost), so the emitted code always runs.
 ``search`` runs the search and returns an ``Outcome`` (every consistent program, ranked, and every
 state kept, closest first); ``choose`` picks the answer from it, so one search can serve several
