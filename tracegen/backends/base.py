@@ -87,7 +87,7 @@ class BackendConfig:
     # synth only: search budgets count nodes (deterministic); a wall-clock cap per search is off
     # (None) unless asked for, and a search it stops says so (finish_reason "budget")
     synth_write_nodes: int = 100
-    synth_fix_nodes: int = 40_000
+    synth_fix_nodes: int = 12_000  # see docs/synthesizer.md for how it was chosen
     synth_time_budget_s: float | None = None
     # engine options: vllm reads max_model_len, gpu_memory_utilization, enforce_eager,
     # language_model_only, tensor_parallel_size; openai reads retry_base_s, retry_max_s
