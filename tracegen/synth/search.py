@@ -51,6 +51,7 @@ SAMPLE_ABOVE = 200  # an example input of more rows is searched on its head firs
 SAMPLE_ROWS_HEAD = 60  # rows of the input's head
 SAMPLE_MIN_FIT = 0.5  # a head fit makes at least this share of the output rows the head expects
 SAMPLE_CHECKS = 64  # full-table checks a sampled search may run
+SAMPLE_KEEP = 16  # programs whose full tables a sampled search keeps
 SAMPLE_SEEDS = 4  # head-fitting programs that seed the full search when none fits the whole
 _WORDS = re.compile(r"\w+")
 
@@ -217,9 +218,14 @@ def _head(inp: Table, out: Table) -> tuple[Table, Table]:
     split name still is), so the distance is measured against rows the head can reach."""
     head = [list(r) for r in inp[:SAMPLE_ROWS_HEAD]]
     words = {w for r in head for c in r for w in _WORDS.findall(c)}
-    m = 0
-    while m < len(out) and all(w in words for c in out[m] for w in _WORDS.findall(c)):
-        m += 1
+    m, misses = 0, 0  # a row of new words (a header the user adds) does not end the head
+    for i, row in enumerate(out):
+        if all(w in words for c in row for w in _WORDS.findall(c)):
+            m, misses = i + 1, 0
+        else:
+            misses += 1
+            if misses >= 3:
+                break
     return head, [list(r) for r in out[:max(m, 1)]]
 
 
@@ -373,7 +379,7 @@ class _FullCheck:
             return self.tables[pk]
         parent = self._run(program[:-1])
         got = None if parent is None else _apply_all(parent, program[-1])
-        if len(self.tables) < 4 * SAMPLE_CHECKS:
+        if len(self.tables) < SAMPLE_KEEP:  # full tables are big: keep a few prefixes only
             self.tables[pk] = got
         return got
 
