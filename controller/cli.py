@@ -121,8 +121,11 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--cache-dir", default=None, help="generation cache directory (default for model backends: "
                    "ROOT/reports/cache/generations; 'none' disables)")
     g.add_argument("--synth-write-nodes", type=int, default=100, help="synth: search nodes for WRITE")
-    g.add_argument("--synth-fix-nodes", type=int, default=40000, help="synth: search nodes for each FIX")
-    g.add_argument("--synth-time-budget", type=float, default=20.0, help="synth: wall-clock cap per search, seconds")
+    g.add_argument("--synth-fix-nodes", type=int, default=40000, help="synth: search nodes for each FIX "
+                   "(the search behind a chain's repairs; see docs/synthesizer.md)")
+    g.add_argument("--synth-time-budget", type=float, default=None, help="synth: wall-clock cap per search, "
+                   "seconds (default: none, so traces do not depend on load; a search it stops is recorded as "
+                   "finish_reason 'budget')")
     g.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs one engine's layers are split "
                    "over (vLLM's tensor_parallel_size; changes floating point, so it is in the cache key)")
     g.add_argument("--pipeline-parallel-size", type=int, default=1, help="vllm: pipeline stages of one engine "

@@ -14,6 +14,8 @@ Categories, each counted per split and in total:
 - cut off: direct answers and program rounds that stopped at the token limit
   (``finish_reason == "length"``); a cut-off reasoning block is its own category
   (``truncated_thinking``) among direct answers and rounds;
+- budget cuts: program rounds whose search the opt-in wall-clock cap stopped
+  (``finish_reason == "budget"``, synth with ``--synth-time-budget``): their answer depends on load;
 - repeated repairs: a FIX round whose code repeats an earlier round's code verbatim;
 - hidden-only rounds: right on the new input but failed the public example (no visible
   path can commit them);
@@ -156,7 +158,7 @@ def _count(records: Sequence[Mapping], outcomes_by_policy: Mapping | None) -> di
     out = {"n": len(records), "n_rounds": 0, "overfit_rounds": 0, "overfit_cases": 0,
            "overfit_families": set(), "fix_rounds": 0, "repeated_repairs": 0,
            "hidden_only_rounds": 0, "unsolvable_cases": 0, "unsolvable_families": set(),
-           "direct_cut_off": 0, "cut_off_rounds": 0}
+           "direct_cut_off": 0, "cut_off_rounds": 0, "budget_cut_rounds": 0}
     for rec in records:
         direct[direct_category(rec)] += 1
         out["direct_cut_off"] += (rec.get("direct") or {}).get("finish_reason") == "length"
@@ -165,6 +167,7 @@ def _count(records: Sequence[Mapping], outcomes_by_policy: Mapping | None) -> di
             out["n_rounds"] += 1
             out["fix_rounds"] += rnd.get("kind") == "fix"
             out["cut_off_rounds"] += rnd.get("finish_reason") == "length"  # hit --max-new-tokens
+            out["budget_cut_rounds"] += rnd.get("finish_reason") == "budget"  # hit --synth-time-budget
             cat = round_category(rnd)
             rounds[cat] += 1
             if cat == "pass" and hidden_exact is False:
@@ -198,7 +201,7 @@ def failure_breakdown(
     ``n_rounds``, ``round_categories`` (ROUND_CATEGORIES), ``overfit_rounds``,
     ``overfit_cases``, ``overfit_families``, ``fix_rounds``, ``repeated_repairs``,
     ``hidden_only_rounds``, ``unsolvable_cases``, ``unsolvable_families``, ``direct_cut_off``,
-    ``cut_off_rounds`` and, with
+    ``cut_off_rounds``, ``budget_cut_rounds`` and, with
     outcomes, ``policies[policy]`` = ``n, wrong, wrong_direct_commit,
     wrong_program_commit, wrong_but_solvable``.
     """

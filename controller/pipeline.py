@@ -96,6 +96,8 @@ def trace_config(cfg: RunConfig, cases) -> dict:
     b = cfg.backend
     # new settings enter only when set, so runs made before they existed still resume
     extra = {"repair_history": True} if cfg.rollout.repair_history else {}
+    if b.synth_time_budget_s:  # an opt-in wall-clock cap makes synth traces depend on load
+        extra["synth_time_budget_s"] = b.synth_time_budget_s
     return {**extra, "backend": b.name, "model": b.model, "temperature": b.temperature, "top_p": b.top_p, "top_k": b.top_k, "seed": b.seed,
             "max_new_tokens": b.max_new_tokens, "enable_thinking": b.enable_thinking,
             "synth_write_nodes": b.synth_write_nodes, "synth_fix_nodes": b.synth_fix_nodes,

@@ -1,42 +1,47 @@
-"""The synth backend before and after, on the same Foofah cases, in one run.
+"""The synth backend before and after, on the same cases, in one run: time, peak memory, outcomes.
 
-    python scripts/bench_synth.py                       # all 250 Foofah files, old vs new
-    python scripts/bench_synth.py --every 5             # every 5th file (quicker)
-    python scripts/bench_synth.py --samples 3 --new-only  # the cost of K = 3 WRITE + FIX chains
+    python scripts/bench_synth.py                          # all 250 Foofah files, K = 1
+    python scripts/bench_synth.py --samples 3              # K = 3 (three program samples a case)
+    python scripts/bench_synth.py --cases large --n 30     # 30 generated real-size tables (500-2,000 rows)
+    python scripts/bench_synth.py --every 5 --pool         # every 5th file, and the new way with its pool
 
 Each way traces the cases the way the rollout does, in waves of 64 cases: a direct wave, a WRITE
-wave (every sample j < ``--samples`` of every case), then up to ``--max-repairs`` FIX waves for
-the chains whose program still fails the public example; programs are checked in-process with the
+wave (every sample j < ``--samples`` of every case), then up to ``--max-repairs`` FIX waves for the
+chains whose program still fails the public example; programs are checked in-process with the
 synthesizer's own semantics (``run_program``, what the sandbox computes from the emitted code).
-The old way is ``--ref`` (default ``main``) exported with ``git archive`` and run serially, as it
-always ran; the new way is this working tree, run (a) serially in one process (its CPU seconds,
-which load on the machine barely moves: the search's own speedup) and (b) with the backend's
-process pool (wall seconds: what a run waits for). The old way and the serial new way run side by
-side (one core each); the pool runs alone afterwards. The searches' wall-clock safety net is off
-by default (``--synth-time-budget``), so a loaded machine cannot cut a search short. It prints
-seconds, ratios and quality counts over the scorable cases (a program passes the example / a
-passing program is right on the new input / the direct answer is right), how many sample-0 chains
-are identical, and the load average it started under. Other settings are the backend's defaults
-(what the quickstart uses). With ``--samples K`` it also counts the chains that hit an
-"exhausted" round and the search nodes spent.
+The old way is ``--ref`` (default ``54ae94c``, the merge base this synthesizer grew from) exported
+with ``git archive`` into a temporary folder; the new way is this working tree. Both run as
+subprocesses, serially (one process each, side by side: one core each on a 2-core machine), with
+no wall-clock cap on a search (the old code's 20 s default would let load cut searches). With
+``--pool`` the new way also runs alone with the backend's process pool (what a run waits for).
+
+Printed, per way: wall and CPU seconds, peak resident memory (the process and its pool
+workers), the median and 90th percentile of a case's seconds (its requests' latencies added up),
+and over the scorable cases: chains whose program passes the public example, ``always_tool``
+(the first passing program of sample 0 is right on the new input, else the direct answer is),
+and right programs in any sample. Then the ratios old/new and every case whose ``always_tool``
+outcome or sample-0 chain changed. ``--cases large`` writes the generated cases
+(``cases.generators.large``) to a temporary folder that both ways load. The machine's load
+average at the start is printed: on a shared machine the ratios are the figure to quote.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_REF = "54ae94c"
 
 # Runs inside a tree (old or new): only uses interfaces both have.
 TRACER = r'''
-import hashlib, json, sys, time
+import hashlib, json, resource, sys, time
 from cases import load_cases, tables_equal
 from tracegen.backends import BackendConfig, Feedback, GenerationRequest, Task
 from tracegen.backends.synth import SynthBackend
@@ -45,6 +50,10 @@ from tracegen.synth import read_history, run_program
 a = json.loads(sys.argv[1])
 cases = load_cases(a["cases_dir"])[::a["every"]][:a["limit"] or None]
 cfg = BackendConfig(synth_time_budget_s=a["time_budget"], extra={"synth_workers": a["workers"]})
+if a["write_nodes"]:
+    cfg.synth_write_nodes = a["write_nodes"]
+if a["fix_nodes"]:
+    cfg.synth_fix_nodes = a["fix_nodes"]
 backend = SynthBackend(cfg)
 
 def check(case, text):
@@ -68,7 +77,8 @@ for start in range(0, len(cases), 64):
     direct = backend.generate([GenerationRequest("direct", [], tasks[c.case_id]) for c in chunk])
     for c, comp in zip(chunk, direct):
         res[c.case_id] = {"direct_right": None if c.test_answer is None else
-                          tables_equal(json.loads(comp.text), c.test_answer), "chains": []}
+                          tables_equal(json.loads(comp.text), c.test_answer), "chains": [],
+                          "seconds": comp.latency_ms / 1000.0}
     chains = [(c, j, {"rounds": [], "prev": None, "fb": None}) for j in range(a["samples"]) for c in chunk]
     active = chains
     for rnd in range(a["max_repairs"] + 1):
@@ -81,6 +91,7 @@ for start in range(0, len(cases), 64):
         nxt = []
         for (c, j, st), comp in zip(active, comps):
             code, passed, right, out = check(c, comp.text)
+            res[c.case_id]["seconds"] += comp.latency_ms / 1000.0
             st["rounds"].append({"sha": hashlib.sha1(comp.text.encode()).hexdigest()[:12], "pass": passed,
                                  "right": right, "nodes": getattr(comp, "search_nodes", None),
                                  "finish": comp.finish_reason})
@@ -92,30 +103,37 @@ for start in range(0, len(cases), 64):
     for c, j, st in chains:
         res[c.case_id]["chains"].append(st["rounds"])
 backend.close()
-print(json.dumps({"wall_s": time.perf_counter() - wall0, "cpu_s": time.process_time() - cpu0, "cases": res}))
+wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+peak_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_mb": peak_kb / 1024.0, "cases": res}))
 '''
 
 
-def _export(ref: str, dest: Path) -> None:
-    """``git archive ref`` unpacked into ``dest``."""
-    data = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True).stdout
+def export_tree(ref: str, dest: Path) -> Path:
+    """``git archive ref`` unpacked into ``dest/tree`` (the old code, importable from there)."""
+    proc = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True)
+    if proc.returncode != 0:
+        sys.exit(f"--ref: git archive {ref} failed: {proc.stderr.decode(errors='replace').strip()[:200]}")
     tar_path = dest / "tree.tar"
-    tar_path.write_bytes(data)
+    tar_path.write_bytes(proc.stdout)
     with tarfile.open(tar_path) as tar:
         tar.extractall(dest / "tree")
+    tar_path.unlink()
+    return dest / "tree"
 
 
-def _start(tree: Path, args, workers: int, samples: int) -> tuple:
-    payload = json.dumps({"cases_dir": str(ROOT / "cases" / "foofah"), "every": args.every, "limit": args.limit,
-                          "workers": workers, "samples": samples, "max_repairs": args.max_repairs,
-                          "time_budget": args.synth_time_budget})
+def _start(tree: Path, cases_dir: Path, args, workers: int, old: bool):
+    payload = json.dumps({"cases_dir": str(cases_dir), "every": args.every, "limit": args.limit,
+                          "workers": workers, "samples": args.samples, "max_repairs": args.max_repairs,
+                          "time_budget": 1e9 if old else None,  # no cap: load must not cut a search
+                          "write_nodes": None if old else args.write_nodes,
+                          "fix_nodes": None if old else args.fix_nodes})
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    proc = subprocess.Popen([sys.executable, "-c", TRACER, payload], cwd=tree, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    return tree, proc
+    return tree, subprocess.Popen([sys.executable, "-c", TRACER, payload], cwd=tree, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _finish(started: tuple) -> dict:
+def _finish(started) -> dict:
     tree, proc = started
     out, err = proc.communicate()
     if proc.returncode != 0:
@@ -123,79 +141,120 @@ def _finish(started: tuple) -> dict:
     return json.loads(out.splitlines()[-1])
 
 
-def quality(run: dict, sample: int | None = 0) -> dict:
-    """Counts over the scorable cases: a program passes the example, a passing one is right on the
-    new input, the direct answer is right (``sample``: one sample's chain, None: any sample)."""
+def always_tool(case: dict) -> bool | None:
+    """The always-tool policy's outcome at K = 1: the first program of sample 0 that passes the
+    public example, committed; else the direct answer. None for an unscored case."""
+    if case["direct_right"] is None:
+        return None
+    for rnd in case["chains"][0]:
+        if rnd["pass"]:
+            return bool(rnd["right"])
+    return bool(case["direct_right"])
+
+
+def quality(run: dict) -> dict:
     scored = [c for c in run["cases"].values() if c["direct_right"] is not None]
-    chains = [c["chains"] if sample is None else [c["chains"][sample]] for c in scored]
+    secs = sorted(c["seconds"] for c in run["cases"].values())
     return {
         "scorable": len(scored),
-        "pass_example": sum(any(r["pass"] for ch in chs for r in ch) for chs in chains),
-        "right_new_input": sum(any(r["pass"] and r["right"] for ch in chs for r in ch) for chs in chains),
+        "pass_example": sum(any(r["pass"] for r in c["chains"][0]) for c in scored),
+        "always_tool": sum(bool(always_tool(c)) for c in scored),
+        "right_any_sample": sum(any(r["pass"] and r["right"] for ch in c["chains"] for r in ch) for c in scored),
         "direct_right": sum(c["direct_right"] for c in scored),
+        "case_s_median": statistics.median(secs) if secs else 0.0,
+        "case_s_p90": secs[int(0.9 * (len(secs) - 1))] if secs else 0.0,
+        "search_nodes": sum(r["nodes"] or 0 for c in run["cases"].values() for ch in c["chains"] for r in ch),
+        "budget_rounds": sum(r["finish"] == "budget" for c in run["cases"].values() for ch in c["chains"] for r in ch),
     }
 
 
+def compare(old: dict, new: dict) -> dict:
+    """Cases whose always-tool outcome changed, and how many sample-0 chains are identical."""
+    changed = {k: [always_tool(c), always_tool(new["cases"][k])] for k, c in old["cases"].items()
+               if always_tool(c) != always_tool(new["cases"][k])}
+    same = sum([r["sha"] for r in c["chains"][0]] == [r["sha"] for r in new["cases"][k]["chains"][0]]
+               for k, c in old["cases"].items())
+    return {"always_tool_changed": changed, "identical_sample0_chains": same}
+
+
+def _cases_dir(args, tmp: Path) -> Path:
+    if args.cases == "foofah":
+        return ROOT / "cases" / "foofah"
+    if args.cases == "large":
+        sys.path.insert(0, str(ROOT))
+        from cases.generators.large import write_cases
+
+        write_cases(tmp / "large", args.n, args.seed)
+        return tmp / "large"
+    path = Path(args.cases)
+    if not path.is_dir():
+        sys.exit(f"--cases: {args.cases} is not foofah, large or a folder")
+    return path.resolve()
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ref", default="main", help="git ref of the old way (default: main)")
-    p.add_argument("--every", type=int, default=1, help="trace every k-th Foofah file (default 1: all)")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--ref", default=DEFAULT_REF, help="git ref of the old way")
+    p.add_argument("--cases", default="foofah", help="foofah, large (generated real-size tables) or a folder")
+    p.add_argument("--n", type=int, default=30, help="--cases large: how many cases")
+    p.add_argument("--seed", type=int, default=0, help="--cases large: generator seed")
+    p.add_argument("--every", type=int, default=1, help="trace every k-th case file")
     p.add_argument("--limit", type=int, default=0, help="at most this many files (0: no limit)")
     p.add_argument("--max-repairs", type=int, default=2)
-    p.add_argument("--samples", type=int, default=1, help="program samples per case for the new way")
-    p.add_argument("--workers", type=int, default=0, help="pool size of the new way (0: the backend's default)")
-    p.add_argument("--new-only", action="store_true", help="skip the old way and the serial new way")
-    p.add_argument("--synth-time-budget", type=float, default=1e6,
-                   help="the search's wall-clock safety net (default: off, so load cannot cut a search)")
+    p.add_argument("--samples", type=int, default=1, help="program samples per case (both ways)")
+    p.add_argument("--write-nodes", type=int, default=None, help="new way's WRITE budget (default: the backend's)")
+    p.add_argument("--fix-nodes", type=int, default=None, help="new way's FIX budget (default: the backend's)")
+    p.add_argument("--pool", action="store_true", help="also run the new way with the backend's process pool")
+    p.add_argument("--new-only", action="store_true", help="skip the old way")
     p.add_argument("--json", help="write every figure here, with each case's rounds")
     args = p.parse_args(argv)
-    if args.every < 1 or args.samples < 1 or args.max_repairs < 0 or args.workers < 0 or args.limit < 0:
-        p.error("--every and --samples must be >= 1; --max-repairs, --workers and --limit >= 0")
-    if args.workers == 0:
-        sys.path.insert(0, str(ROOT))
-        from tracegen.backends import BackendConfig
-        from tracegen.backends.synth import workers
-        args.workers = workers(BackendConfig())
+    if min(args.every, args.samples, args.n) < 1 or min(args.max_repairs, args.limit) < 0:
+        p.error("--every, --samples and --n must be >= 1; --max-repairs and --limit >= 0")
     load = os.getloadavg()[0]
-    print(f"load average at start: {load:.2f} on {os.cpu_count()} cores")
+    print(f"load average at start: {load:.2f} on {os.cpu_count()} cores", flush=True)
     figures: dict = {"load_average_start": load, "args": vars(args)}
-    runs = {}
-    if not args.new_only:
-        # the two serial ways side by side, one core each: their CPU seconds are the comparison
-        with tempfile.TemporaryDirectory() as tmp:
-            _export(args.ref, Path(tmp))
-            old = _start(Path(tmp) / "tree", args, 1, 1)
-            new = _start(ROOT, args, 1, args.samples)
-            runs["old"], runs["new_serial"] = _finish(old), _finish(new)
-    runs["new_pool"] = _finish(_start(ROOT, args, args.workers, args.samples))
-    n = len(runs["new_pool"]["cases"])
-    print(f"{n} Foofah files, max repairs {args.max_repairs}, samples {args.samples}, pool {args.workers}")
+    runs: dict = {}
+    with tempfile.TemporaryDirectory(prefix="bench_synth_") as tmp:
+        tmp = Path(tmp)
+        cases_dir = _cases_dir(args, tmp)
+        started = {}
+        if not args.new_only:
+            started["old"] = _start(export_tree(args.ref, tmp), cases_dir, args, 1, old=True)
+        started["new"] = _start(ROOT, cases_dir, args, 1, old=False)
+        runs = {name: _finish(s) for name, s in started.items()}
+        if args.pool:
+            sys.path.insert(0, str(ROOT))
+            from tracegen.backends import BackendConfig
+            from tracegen.backends.synth import workers
+
+            runs["new_pool"] = _finish(_start(ROOT, cases_dir, args, workers(BackendConfig()), old=False))
+    n = len(runs["new"]["cases"])
+    print(f"{n} cases ({args.cases}), samples {args.samples}, max repairs {args.max_repairs}")
     for name, run in runs.items():
         q = quality(run)
-        figures[name] = {"wall_s": run["wall_s"], "cpu_s": run["cpu_s"], "quality_sample0": q,
+        figures[name] = {"wall_s": run["wall_s"], "cpu_s": run["cpu_s"], "peak_mb": run["peak_mb"], **q,
                          "cases": run["cases"]}
-        print(f"  {name:10s} wall {run['wall_s']:7.1f} s  cpu(main process) {run['cpu_s']:7.1f} s  "
-              f"pass {q['pass_example']}/{q['scorable']}  right {q['right_new_input']}  direct {q['direct_right']}")
+        print(f"  {name:8s} wall {run['wall_s']:7.1f} s  cpu {run['cpu_s']:7.1f} s  peak {run['peak_mb']:6.0f} MB  "
+              f"case median {q['case_s_median']:.3f} s (p90 {q['case_s_p90']:.3f})  "
+              f"pass {q['pass_example']}/{q['scorable']}  always_tool {q['always_tool']}  "
+              f"right(any sample) {q['right_any_sample']}  direct {q['direct_right']}", flush=True)
     if "old" in runs:
-        old, ser, pool = runs["old"], runs["new_serial"], runs["new_pool"]
-        same = sum([r["sha"] for r in old["cases"][k]["chains"][0]] == [r["sha"] for r in ser["cases"][k]["chains"][0]]
-                   for k in old["cases"])
-        figures["ratios"] = {"cpu_old_over_new_serial": old["cpu_s"] / ser["cpu_s"],
-                             "wall_old_over_new_pool": old["wall_s"] / pool["wall_s"],
-                             "identical_sample0_chains": same}
-        print(f"  search speedup (old cpu / new serial cpu): {old['cpu_s'] / ser['cpu_s']:.2f}x")
-        print(f"  wall speedup (old / new with pool):        {old['wall_s'] / pool['wall_s']:.2f}x")
-        print(f"  sample-0 chains identical to the old way's: {same}/{n}")
-    if args.samples > 1:
-        pool = runs["new_pool"]
-        chains = [ch for c in pool["cases"].values() for ch in c["chains"]]
-        exhausted = sum(any(r["finish"] == "exhausted" for r in ch) for ch in chains)
-        nodes = sum(r["nodes"] or 0 for ch in chains for r in ch)
-        q = quality(pool, None)
-        figures["samples"] = {"chains": len(chains), "exhausted_chains": exhausted, "search_nodes": nodes,
-                              "quality_any_sample": q}
-        print(f"  K={args.samples}: {len(chains)} chains, {exhausted} with an exhausted round, {nodes} search nodes; "
-              f"any sample: pass {q['pass_example']}  right {q['right_new_input']}")
+        old, new = runs["old"], runs["new"]
+        qo, qn = quality(old), quality(new)
+        diff = compare(old, new)
+        figures["ratios"] = {
+            "cpu_old_over_new": old["cpu_s"] / max(new["cpu_s"], 1e-9),
+            "wall_old_over_new": old["wall_s"] / max(new["wall_s"], 1e-9),
+            "case_median_old_over_new": qo["case_s_median"] / max(qn["case_s_median"], 1e-9),
+            "peak_mb_old_over_new": old["peak_mb"] / max(new["peak_mb"], 1e-9)}
+        figures.update(diff)
+        for k, v in figures["ratios"].items():
+            print(f"  {k}: {v:.2f}x")
+        print(f"  sample-0 chains identical: {diff['identical_sample0_chains']}/{n}")
+        print(f"  always_tool outcome changed (old -> new): {len(diff['always_tool_changed'])}")
+        for k, (a, b) in sorted(diff["always_tool_changed"].items()):
+            print(f"    {k}: {a} -> {b}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1) + "\n")
     return 0

@@ -1,26 +1,25 @@
-"""Cost of the branching environment: a whole trace + analysis run with the synth backend.
+"""Whole trace + analysis runs with the synth backend, old code vs new, in one run.
 
-In one run, on the same cases, it times
-  1. the chain baseline: ``--program-samples 1`` (the pilot's environment),
-  2. the tree: ``--program-samples K`` (default 3) with the same ``--max-repairs`` (default 2),
-each as a fresh CLI run (``--generate-traces``, no generation cache, so every program is
-searched for) followed by the controllers (with ``--dagger-iters``), and prints wall seconds for
-each, the tree/chain ratio, how many program rounds and search nodes the traces hold, and the
-tree's DAgger ``new_states``. The issue's goal: the K = 3, ``--max-repairs 2`` run on all 250
-Foofah files under 10 minutes on the 2-core development machine. That machine is shared, so the
-script also prints the CPU seconds the run used (its processes and their reaped children) and the
-load average: CPU seconds / 2 is the wall time on an idle 2-core machine with both cores busy.
-``--no-baseline`` skips the chain run.
+    python scripts/bench_tree.py                                   # all 250 Foofah files, K = 3
+    python scripts/bench_tree.py --program-samples 1               # K = 1 (the quickstart's tracing)
+    python scripts/bench_tree.py --cases-per-family 1 --ref HEAD~3 # 50 files, against another commit
 
-    python scripts/bench_tree.py                         # all 250 Foofah files, K = 3 vs K = 1
-    python scripts/bench_tree.py --cases-per-family 1 --no-baseline
+For each way it makes a fresh CLI run (``--generate-traces``, no generation cache, so every
+program is searched for, then the controllers with ``--dagger-iters``) under a temporary root:
+the old way is ``--ref`` (default ``54ae94c``, the merge base) exported with ``git archive`` and
+run from there, the new way is this working tree. The two run one after the other, each alone.
+Printed per way: tracing seconds (the summary's ``traces_s``), total wall seconds, CPU seconds of
+the run and its children, peak resident memory of the run's processes, program rounds and search
+nodes in the traces, and the always-tool outcome (first program of sample 0 that passes the
+public example, else the direct answer) over the scored cases; then the old/new ratios and every
+case whose always-tool outcome changed. The machine's load average is printed with each run: on a
+shared machine quote the ratios (and the CPU seconds), not the wall seconds alone.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -28,60 +27,101 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = ROOT / "scripts" / "run_live_tool_dagger.py"
+DEFAULT_REF = "54ae94c"
+
+# runs the CLI as a child and reports its CPU seconds and peak memory (its own process tree only)
+WRAP = r'''
+import json, resource, subprocess, sys
+proc = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": proc.returncode, "err": proc.stderr[-1500:], "cpu_s": ru.ru_utime + ru.ru_stime,
+                  "peak_mb": ru.ru_maxrss / 1024.0}))
+'''
 
 
-def _run(root: Path, k: int, args) -> dict:
-    cmd = [sys.executable, str(CLI), "--root", str(root), "--generate-traces", "--no-progress",
-           "--cache-dir", "none", "--program-samples", str(k), "--max-repairs", str(args.max_repairs),
-           "--dagger-iters", str(args.dagger_iters), "--workers", str(args.workers)]
+def always_tool(rec: dict) -> bool | None:
+    hidden = rec["hidden"]
+    if hidden.get("answer") is None:
+        return None
+    for i, rnd in enumerate(rec["rounds"]):
+        if rnd.get("visible_pass"):
+            return bool(hidden["rounds"][i].get("hidden_exact"))
+    return bool(hidden.get("direct_exact"))
+
+
+def _run(tree: Path, root: Path, args) -> dict:
+    cmd = [sys.executable, str(tree / "scripts" / "run_live_tool_dagger.py"), "--root", str(root),
+           "--generate-traces", "--no-progress", "--cache-dir", "none", "--program-samples",
+           str(args.program_samples), "--max-repairs", str(args.max_repairs), "--dagger-iters",
+           str(args.dagger_iters), "--workers", str(args.workers)]
     if args.cases_per_family:
         cmd += ["--cases-per-family", str(args.cases_per_family)]
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=str(tree))
     load0, t0 = os.getloadavg()[0], time.monotonic()
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", WRAP, *cmd], env=env, cwd=tree, capture_output=True, text=True)
     wall = time.monotonic() - t0
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-    if proc.returncode != 0:
-        sys.exit(f"bench_tree: the K={k} run failed ({proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}")
-    traces = [json.loads(l) for l in (root / "reports" / "fresh_traces.jsonl").read_text().splitlines() if l.strip()]
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    if info["rc"] != 0:
+        sys.exit(f"bench_tree: the run in {tree} failed ({info['rc']}): {info['err'].strip().splitlines()[-1:]}")
+    traces = [json.loads(line) for line in (root / "reports" / "fresh_traces.jsonl").read_text().splitlines()
+              if line.strip()]
     summary = json.loads((root / "reports" / "final_summary.json").read_text())
     rounds = [r for rec in traces for ch in [rec["rounds"], *rec.get("samples", [])] for r in ch]
-    dagger = (summary.get("dagger") or {}).get("learned_rule") or []
-    return {"program_samples": k, "cases": len(traces), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
-            "controllers_s": (summary.get("timing") or {}).get("controllers_total_s"),
-            "program_rounds": len(rounds), "search_nodes": sum(r.get("search_nodes", 0) for r in rounds),
-            "dagger_new_states": [h.get("new_states") for h in dagger],
-            "load_avg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)]}
+    timing = summary.get("timing") or {}
+    outcomes = {rec["case_id"]: always_tool(rec) for rec in traces}
+    return {"cases": len(traces), "traces_s": timing.get("traces_s"), "wall_s": round(wall, 1),
+            "cpu_s": round(info["cpu_s"], 1), "peak_mb": round(info["peak_mb"], 1),
+            "controllers_s": timing.get("controllers_total_s"), "program_rounds": len(rounds),
+            "search_nodes": sum(r.get("search_nodes", 0) for r in rounds),
+            "budget_rounds": sum(r.get("finish_reason") == "budget" for r in rounds),
+            "always_tool": sum(bool(v) for v in outcomes.values()),
+            "scored": sum(v is not None for v in outcomes.values()),
+            "load_avg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)], "_outcomes": outcomes}
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--ref", default=DEFAULT_REF, help="git ref of the old way")
     p.add_argument("--program-samples", type=int, default=3)
     p.add_argument("--max-repairs", type=int, default=2)
     p.add_argument("--dagger-iters", type=int, default=2)
     p.add_argument("--cases-per-family", type=int, default=None, help="default: every Foofah file (250)")
     p.add_argument("--workers", type=int, default=2, help="sandbox workers")
-    p.add_argument("--no-baseline", action="store_true", help="skip the K = 1 chain run")
-    p.add_argument("--work-dir", default=None, help="where the runs write (default: a temporary folder)")
-    args = p.parse_args()
+    p.add_argument("--new-only", action="store_true", help="skip the old way")
+    p.add_argument("--json", help="write the figures here")
+    args = p.parse_args(argv)
     if args.program_samples < 1 or args.max_repairs < 0:
-        sys.exit("bench_tree: --program-samples must be >= 1 and --max-repairs >= 0")
-    work = Path(args.work_dir or tempfile.mkdtemp(prefix="bench_tree_"))
-    out = {"cpus": os.cpu_count()}
-    if not args.no_baseline:
-        out["chain"] = _run(work / "chain", 1, args)
-        print(json.dumps(out["chain"]), flush=True)
-    out["tree"] = _run(work / "tree", args.program_samples, args)
-    print(json.dumps(out["tree"]), flush=True)
-    if "chain" in out:
-        out["tree_over_chain_wall"] = round(out["tree"]["wall_s"] / max(out["chain"]["wall_s"], 1e-9), 2)
-    out["goal_wall_s"] = 600
-    out["meets_goal"] = out["tree"]["wall_s"] < 600
-    print(json.dumps(out, indent=2))
+        p.error("--program-samples must be >= 1 and --max-repairs >= 0")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_synth import export_tree
+
+    out: dict = {"cpus": os.cpu_count(), "args": vars(args)}
+    with tempfile.TemporaryDirectory(prefix="bench_tree_") as tmp:
+        tmp = Path(tmp)
+        ways = {"new": ROOT}
+        if not args.new_only:
+            ways = {"old": export_tree(args.ref, tmp / "old_src"), **ways}
+        for name, tree in ways.items():
+            (tmp / name).mkdir()
+            out[name] = _run(tree, tmp / name, args)
+            print(name, json.dumps({k: v for k, v in out[name].items() if not k.startswith("_")}), flush=True)
+    if "old" in out:
+        old, new = out["old"], out["new"]
+        out["ratios"] = {k: round(old[k] / max(new[k], 1e-9), 2) for k in ("traces_s", "wall_s", "cpu_s", "peak_mb")
+                         if old.get(k) is not None and new.get(k) is not None}
+        out["always_tool_changed"] = {k: [v, new["_outcomes"].get(k)] for k, v in old["_outcomes"].items()
+                                      if v != new["_outcomes"].get(k)}
+        print("old/new:", json.dumps(out["ratios"]))
+        print(f"always_tool {old['always_tool']}/{old['scored']} -> {new['always_tool']}/{new['scored']}; "
+              f"changed cases: {json.dumps(out['always_tool_changed'])}")
+    for way in ("old", "new"):
+        if way in out:
+            out[way].pop("_outcomes")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -55,6 +55,7 @@ class Completion:
     latency_ms: float
     finish_reason: str = "stop"  # "stop", "length" (cut off at the token limit) or, synth only,
     # "exhausted" (fewer distinct example-consistent programs found than the sample index asks for)
+    # and "budget" (the optional wall-clock cap stopped the search: the answer depends on load)
     cached: bool = False
     search_nodes: int = 0  # synth only: search nodes spent on this completion (model backends: 0)
 
@@ -83,10 +84,11 @@ class BackendConfig:
     max_retries: int = 5
     replay_path: str | None = None
     cache_dir: str | None = None  # generation cache; None disables it
-    # synth only: search budgets count nodes (deterministic); the time cap is a safety net
+    # synth only: search budgets count nodes (deterministic); a wall-clock cap per search is off
+    # (None) unless asked for, and a search it stops says so (finish_reason "budget")
     synth_write_nodes: int = 100
-    synth_fix_nodes: int = 40_000
-    synth_time_budget_s: float = 20.0
+    synth_fix_nodes: int = 40_000  # see docs/synthesizer.md
+    synth_time_budget_s: float | None = None
     # vllm parallelism, passed unchanged to vLLM's own engine arguments (no process farm here):
     # tensor and pipeline parallel split one engine over GPUs, data parallel runs replicas of it
     # (vLLM's AsyncLLM with its own DP coordinator); the executor is "mp" or "ray" (None: vLLM's choice)

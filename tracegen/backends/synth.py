@@ -22,7 +22,9 @@ the answer is its closest candidate behaving unlike samples 0..j-1, ``finish_rea
 The text reads like a model's answer: one sentence, then the code in a fenced python block.
 ``search_nodes`` is the nodes the search behind the answer expanded (also when a cache served it:
 the figure is a property of the answer, not of the run). Output is deterministic (budgets count
-nodes) and does not depend on caching or on the pool.
+nodes) and does not depend on caching or on the pool. The one exception is opt-in: with
+``config.synth_time_budget_s`` set, a search the wall clock stops answers with what it has and
+``finish_reason`` ``"budget"`` (the record then depends on the machine's load).
 A batch's program requests run on a pool of worker processes (``extra["synth_workers"]``, default
 the usable cores, at most 8; 1 runs in-process), biggest searches first, each to the next free
 worker; results come back in request order and do not depend on the pool. Token counts are
@@ -192,7 +194,9 @@ class SynthBackend(Backend):
             text = json.dumps(guess, ensure_ascii=False)
         elif req.kind in ("write", "fix"):
             text, result = self._program(req)
-            nodes, finish = result.nodes, "exhausted" if result.exhausted else "stop"
+            nodes = result.nodes
+            # a search the optional wall-clock cap stopped is not reproducible: say so first
+            finish = "budget" if result.cut_by_time else "exhausted" if result.exhausted else "stop"
         else:
             raise ValueError(f"synth backend: unknown request kind {req.kind!r}")
         return Completion(

@@ -28,6 +28,7 @@ _WORD = re.compile(r"\w+")
 W = {"content": 2.0, "extra": 0.5, "surplus": 0.25, "rows": 0.5, "cols": 0.5, "shape": 0.5, "pairs": 1.0}
 
 Table = list[list[str]]
+PAIR_MEMO = 50_000  # row value sets whose pairs are kept per target
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,11 @@ class Target:
     @cached_property
     def memo(self) -> dict:
         """Parameters the library inferred against this target, by the column they came from."""
+        return {}
+
+    @cached_property
+    def pair_memo(self) -> dict:
+        """The value pairs of a row's set of target values, by that set (``_pair_score``)."""
         return {}
 
     @cached_property
@@ -205,8 +211,14 @@ def _pair_score(kept: list, tgt: Target) -> float:
     into the right rows, precision keeps piling every value into one row from looking good."""
     if not tgt.pairs:
         return 1.0
+    memo = tgt.pair_memo
     have: set = set()
     for values in set(kept):  # rows holding the same target values give the same pairs
         if len(values) > 1:
-            have.update(combinations(sorted(values), 2))
+            got = memo.get(values)
+            if got is None:  # most steps leave most rows' target values as they were
+                got = frozenset(combinations(sorted(values), 2))
+                if len(memo) < PAIR_MEMO:
+                    memo[values] = got
+            have.update(got)
     return 2 * len(have & tgt.pairs) / (len(have) + len(tgt.pairs))

@@ -9,8 +9,13 @@ and steps that lose a target value outright are pruned. A step costs 1, more whe
 are specific (a keyword, a row position, a fixed header). Once a consistent program is found the
 search spends an extra window (as many nodes again, at least ``WINDOW``) expanding the cheapest
 programs first, looking for a cheaper one, then returns the cheapest by (cost, steps, canonical
-text). ``time_budget_s`` is a safety net: when it trips, the search returns what it has and says
-so in ``cut_by_time``. Without a consistent program it returns the closest one it kept (smallest
+text). ``time_budget_s`` is an opt-in wall-clock cap (None, the default: off, so load never
+changes an answer): when it trips, the search returns what it has and says so in ``cut_by_time``.
+A big example (input of more than ``SAMPLE_ABOVE`` rows) is searched on its head first: the
+input's first ``SAMPLE_ROWS_HEAD`` rows and the output's leading rows made of the head's words;
+a program is a solution only if it fits the head and reproduces the full example (run
+incrementally from its prefix's kept full tables). When none does, a full-table search takes the
+rest of the budget, seeded with the programs that fit the head. Without a consistent program it returns the closest one it kept (smallest
 distance, then cost), so the emitted code always runs.
 ``search`` runs the search and returns an ``Outcome`` (every consistent program, ranked, and every
 state kept, closest first); ``choose`` picks the answer from it, so one search can serve several
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import re
 from itertools import chain
 import random
 import time
@@ -41,6 +47,13 @@ G_WEIGHT = 0.8
 CELLS_PER_NODE = 256  # a step on a bigger state counts as several nodes, so time tracks the budget
 WINDOW = 500  # extra nodes, at least, spent looking for a cheaper program after the first one
 MAX_GROWTH = 4  # a state may hold at most this many times the cells of the example, plus slack
+SAMPLE_ABOVE = 200  # an example input of more rows is searched on its head first
+SAMPLE_ROWS_HEAD = 60  # rows of the input's head
+SAMPLE_MIN_FIT = 0.5  # a head fit makes at least this share of the output rows the head expects
+SAMPLE_CHECKS = 64  # full-table checks a sampled search may run
+SAMPLE_KEEP = 16  # programs whose full tables a sampled search keeps
+SAMPLE_SEEDS = 4  # head-fitting programs that seed the full search when none fits the whole
+_WORDS = re.compile(r"\w+")
 
 
 @dataclass
@@ -83,11 +96,14 @@ class Outcome:
     cut_by_time: bool
     start_h: float  # distance of the inputs themselves
     elapsed_s: float = 0.0
+    found_at: dict = field(default_factory=dict)  # key -> nodes spent when that solution was first seen
+    partial: list = field(default_factory=list)  # programs fitting a sampled head, not the whole
+    sampled: bool = False  # the example was big: searched on its head first (``search``)
 
 
-def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s: float,
+def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s: float | None = None,
                exclude=(), seeds=(), max_depth: int = 6, shuffle_seed: int | None = None,
-               g_weight: float = G_WEIGHT, want: int = 1, behaviour=None) -> SynthResult:
+               g_weight: float = G_WEIGHT, want: int = 1, behaviour=None, sample: bool = True) -> SynthResult:
     """Search for a program consistent with all ``examples`` (input, output) pairs.
 
     ``exclude``: canonical program keys never returned. ``seeds``: programs whose prefixes start
@@ -104,7 +120,7 @@ def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budg
     """
     found = search(examples, max_nodes=max_nodes, time_budget_s=time_budget_s, exclude=exclude, seeds=seeds,
                    max_depth=max_depth, shuffle_seed=shuffle_seed, g_weight=g_weight, want=want,
-                   behaviour=behaviour)
+                   behaviour=behaviour, sample=sample)
     return choose(found, exclude=exclude, want=want, behaviour=behaviour)
 
 
@@ -165,16 +181,75 @@ def choose(found: Outcome, *, exclude=(), want: int = 1, behaviour=None) -> Synt
                        exhausted=want > 1)
 
 
-def search(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s: float,
+def search(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s: float | None = None,
            exclude=(), seeds=(), max_depth: int = 6, shuffle_seed: int | None = None,
-           g_weight: float = G_WEIGHT, want: int = 1, behaviour=None) -> Outcome:
-    """The search of ``synthesize`` (same arguments), without choosing a program."""
+           g_weight: float = G_WEIGHT, want: int = 1, behaviour=None, sample: bool = True) -> Outcome:
+    """The search of ``synthesize`` (same arguments), without choosing a program.
+
+    ``sample``: an example whose input has more than ``SAMPLE_ABOVE`` rows is searched on its first
+    ``SAMPLE_ROWS_HEAD`` rows (see the module docstring); off, the full tables are searched."""
     t0 = time.perf_counter()
+    # the wall-clock cap is off unless asked for (None or <= 0): load must not change the answer
+    deadline = t0 + time_budget_s if time_budget_s and time_budget_s > 0 else None
+    kw = dict(max_nodes=max_nodes, deadline=deadline, exclude=set(exclude), max_depth=max_depth,
+              shuffle_seed=shuffle_seed, g_weight=g_weight, want=want, behave=_behave(behaviour))
+    if not (sample and any(len(inp) > SAMPLE_ABOVE for inp, _ in examples)):
+        found = _search(examples, None, seeds=seeds, **kw)
+    else:
+        heads = [_head(inp, out) for inp, out in examples]
+        found = _search(heads, examples, seeds=seeds, **{**kw, "max_nodes": max_nodes // 2})
+        found.sampled = True
+        if not found.solutions and not found.cut_by_time:
+            # nothing fit the whole example: search the full tables with the rest of the budget,
+            # also from the programs that fit the head (a footer or a last group the head does not
+            # show is a step or two away)
+            first = found
+            found = _search(examples, None, seeds=list(seeds) + first.partial[:SAMPLE_SEEDS],
+                            **{**kw, "max_nodes": max(max_nodes - first.nodes, 0)})
+            found.nodes += first.nodes
+            found.sampled = True
+    found.elapsed_s = time.perf_counter() - t0
+    return found
+
+
+def _head(inp: Table, out: Table) -> tuple[Table, Table]:
+    """The first rows of an example pair: the input's, and the output's leading rows that the
+    input's head can make (every word of theirs is a word of the head: a reformatted date or a
+    split name still is), so the distance is measured against rows the head can reach."""
+    head = [list(r) for r in inp[:SAMPLE_ROWS_HEAD]]
+    words = {w for r in head for c in r for w in _WORDS.findall(c)}
+    m, misses = 0, 0  # a row of new words (a header the user adds) does not end the head
+    for i, row in enumerate(out):
+        if all(w in words for c in row for w in _WORDS.findall(c)):
+            m, misses = i + 1, 0
+        else:
+            misses += 1
+            if misses >= 3:
+                break
+    return head, [list(r) for r in out[:max(m, 1)]]
+
+
+def _fits_head(tables, heads, full) -> bool:
+    """Could these tables, made from the examples' first rows, be the start of the outputs? Every
+    row but the last must be the output's row there (a record or group the head cuts short may
+    end differently), and at least ``SAMPLE_MIN_FIT`` of the head's output rows must be made."""
+    for t, (_, want), (_, out) in zip(tables, heads, full):
+        if not (min(2, len(out)) <= len(t) <= len(out) and len(t) >= SAMPLE_MIN_FIT * len(want)):
+            return False
+        if any(list(a) != list(b) for a, b in zip(t[:-1], out)):
+            return False
+    return True
+
+
+def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, max_depth: int, shuffle_seed,
+            g_weight: float, want: int, behave) -> Outcome:
+    """Best-first search over ``examples``. With ``full`` (the whole examples of which ``examples``
+    holds the first rows) a program is a solution when its tables fit the head (``_fits_head``)
+    and it reproduces the full examples, which it is run on incrementally: the full tables of
+    each program checked are kept, so checking a program extends its prefix's by one step."""
     inputs = tuple([list(r) for r in inp] for inp, _ in examples)
     targets = [Target.of(out) for _, out in examples]
     goal = tuple(t.table for t in targets)
-    exclude = set(exclude)
-    behave = _behave(behaviour)
     target_cells = sum(len(r) for _, out in examples for r in out)
     limit = MAX_GROWTH * max(sum(len(r) for t in inputs for r in t), sum(t.n_cells for t in targets)) + 64
     rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
@@ -183,7 +258,10 @@ def search(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s
     seen: set = set()
     tried: list[tuple] = []  # (h, g, order, program) of every state kept: near-miss candidates
     solutions: list[tuple] = []  # (cost, steps, key, program)
+    found_at: dict = {}
+    partial: list = []  # with ``full``: programs that fit the head but not the whole example
     nodes, cut, stop_at, cheapest_first, bound = 0, False, None, False, None
+    checker = _FullCheck(full) if full is not None else None
 
     def score(tables, max_lost=None):
         """(h, lost) summed over the examples; h is None once lost passes ``max_lost``."""
@@ -196,13 +274,27 @@ def search(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s
             total += h
         return total, lost
 
+    def solved(tables, key, program) -> bool:
+        if checker is None:
+            return key == goal
+        if not _fits_head(tables, examples, full):
+            return False
+        nonlocal stop_at
+        ok = checker.reproduces(program)
+        if ok is False and len(partial) < SAMPLE_SEEDS:
+            partial.append(program)
+            if stop_at is None:  # the rest is a step the head cannot show: leave it to the full search
+                stop_at = min(max_nodes, nodes + max(WINDOW, nodes))
+        return bool(ok)
+
     def consider(tables, program: Program, g: float, parent_lost: int | None) -> None:
         nonlocal stop_at, cheapest_first, bound
         key = _key(tables)
-        if key == goal:
+        if solved(tables, key, program):
             pk = program_key(program)
             if pk not in exclude:
                 solutions.append((round(g, 6), len(program), pk, program))
+                found_at.setdefault(pk, nodes)
                 if not cheapest_first:
                     cheapest_first = True
                     # from now on, cheapest programs first: look for a shorter one
@@ -254,7 +346,7 @@ def search(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s
         for step in steps:
             if nodes >= max_nodes or (stop_at is not None and nodes >= stop_at):
                 break
-            if time.perf_counter() - t0 > time_budget_s:
+            if deadline is not None and time.perf_counter() > deadline:
                 cut = True
                 break
             nodes += weight
@@ -266,4 +358,46 @@ def search(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s
 
     near = [(t[0], t[3]) for t in sorted(tried, key=lambda t: t[:3])]
     ranked = sorted({sol[2]: sol for sol in solutions}.values(), key=lambda sol: sol[:3])
-    return Outcome(ranked, near, nodes, cut, score(inputs)[0], time.perf_counter() - t0)
+    return Outcome(ranked, near, nodes, cut, score(inputs)[0], 0.0, found_at, partial=partial)
+
+
+class _FullCheck:
+    """Runs programs on the full examples, keeping each checked program's tables so that a
+    program extending a checked one costs one step (at most ``SAMPLE_CHECKS`` programs a search:
+    past that a head fit is not checked, so a flood of near-fits cannot cost a full run each)."""
+
+    def __init__(self, full):
+        self.inputs = tuple([list(r) for r in inp] for inp, _ in full)
+        self.goal = _key([out for _, out in full])
+        self.tables: dict = {program_key(()): self.inputs}
+        self.verdict: dict = {}
+        self.checks = 0
+
+    def _run(self, program):
+        pk = program_key(program)
+        if pk in self.tables:
+            return self.tables[pk]
+        parent = self._run(program[:-1])
+        got = None if parent is None else _apply_all(parent, program[-1])
+        if len(self.tables) < SAMPLE_KEEP:  # full tables are big: keep a few prefixes only
+            self.tables[pk] = got
+        return got
+
+    def reproduces(self, program) -> bool | None:
+        """True / False, or None when the check budget is spent."""
+        pk = program_key(program)
+        if pk in self.verdict:
+            return self.verdict[pk]
+        if self.checks >= SAMPLE_CHECKS:
+            return None
+        self.checks += 1
+        tables = self._run(program)
+        self.verdict[pk] = ok = tables is not None and _key(tables) == self.goal
+        return ok
+
+
+def _apply_all(tables, step):
+    try:
+        return tuple(apply_step(t, step) for t in tables)
+    except Exception:  # operators are total; a guard only
+        return None
