@@ -108,3 +108,12 @@ def test_repair_history_shows_every_earlier_attempt_in_order():
     assert "v1" in with_history[2]["content"] and "SyntaxError" in with_history[3]["content"]
     assert "v2" in with_history[4]["content"] and "KeyError" in with_history[5]["content"]
     assert with_history[-2:] == plain[-2:]
+
+
+def test_feedback_for_an_empty_table_either_way():
+    """A program that returns [] on the example (or an empty expected table) is ordinary repair
+    feedback: it used to raise IndexError inside the rollout."""
+    fb = feedback_from_run([["a", "1"]], [], None, "")
+    assert fb.error == "wrong_output" and "Expected 1 rows x 2 cols, got 0 rows" in fb.message
+    fb = feedback_from_run([], [["a"]], None, "")
+    assert "Expected 0 rows, got 1 rows x 1 cols" in fb.message

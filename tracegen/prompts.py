@@ -129,9 +129,11 @@ def _row(row) -> str:
 
 
 def _shape(table: Table) -> str:
+    if not table:  # a program may return [] on the example: that is feedback, not a crash
+        return "0 rows"
     widths = sorted({len(r) for r in table})
     cols = str(widths[0]) if len(widths) == 1 else f"{widths[0]}-{widths[-1]}"
-    return f"{len(table)} rows x {cols} cols" if table else "0 rows"
+    return f"{len(table)} rows x {cols} cols"
 
 
 def table_diff(expected: Table, produced: Table) -> str:
