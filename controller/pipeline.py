@@ -180,6 +180,20 @@ def check_flags(cfg: RunConfig) -> None:
         raise UsageError("--split-seeds: repeats cross-validation; pass --cv-folds F (F >= 2) too")
 
 
+def split_sizes(cfg: RunConfig, families) -> tuple[int, int]:
+    """(n_test, n_dev) for a fresh split, or UsageError: checked before anything is written."""
+    try:
+        n_test, n_dev = default_split_sizes(len(families))
+    except SplitError as err:
+        raise UsageError(f"--cases: {err}") from None
+    n_test = cfg.test_families if cfg.test_families is not None else n_test
+    n_dev = cfg.dev_families if cfg.dev_families is not None else n_dev
+    if n_test + n_dev >= len(families):
+        raise UsageError(f"--test-families/--dev-families: {n_test} test + {n_dev} dev families leave no training "
+                         f"family out of {len(families)}")
+    return n_test, n_dev
+
+
 def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[dict, dict]:
     """(split_families, info): info has ``method``, ``probe_case_ids`` and, with a probe, ``headroom``.
 
@@ -199,12 +213,7 @@ def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[di
             raise UsageError(f"--split-manifest {cfg.split_manifest}: no split for families {', '.join(missing[:5])}")
         return split_families, {"source": cfg.split_manifest, "method": m["method"],
                                 "probe_case_ids": m["probe_case_ids"]}
-    n_test, n_dev = default_split_sizes(len(families))
-    n_test = cfg.test_families if cfg.test_families is not None else n_test
-    n_dev = cfg.dev_families if cfg.dev_families is not None else n_dev
-    if n_test + n_dev >= len(families):
-        raise UsageError(f"--test-families/--dev-families: {n_test} test + {n_dev} dev families leave no training "
-                         f"family out of {len(families)}")
+    n_test, n_dev = split_sizes(cfg, families)
     info = {"method": "seeded_shuffle", "probe_case_ids": [], "headroom": [], "n_test": n_test, "n_dev": n_dev}
     if cfg.headroom_probe:
         by_family: dict[str, list[str]] = {}
@@ -370,6 +379,8 @@ def run(cfg: RunConfig, log=print) -> dict:
     if reuse and not cfg.split_manifest and manifest.exists() and path.exists():
         cfg.split_manifest = str(manifest)  # a resumed or re-analysed run keeps its split
     done, records = _check_trace_file(cfg, tcfg, log)
+    if not cfg.split_manifest:
+        split_sizes(cfg, {c.family for c in cases})
     backend = _open_backend(cfg) if cfg.generate_traces else None
     try:
         set_previous_run_aside(cfg, log)  # every check passed: from here on this run writes

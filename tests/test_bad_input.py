@@ -126,3 +126,19 @@ def test_backend_that_cannot_start(tmp_path, args, needle):
     cases = small_case_dir(tmp_path / "cases", families=4, per_family=1)
     rc, err = cli(tmp_path / "root", "--cases", str(cases), "--generate-traces", *args)
     assert_refused(tmp_path, rc, err, "--backend", needle)
+
+
+def test_too_few_families_and_an_impossible_split_leave_the_previous_run_in_place(tmp_path):
+    """Split requests are checked before the previous run's reports/ is moved aside."""
+    reports = tmp_path / "root" / "reports"
+    reports.mkdir(parents=True)
+    (reports / "report.md").write_text("the previous run\n")
+    two = small_case_dir(tmp_path / "two", families=2, per_family=1)
+    rc, err = cli(tmp_path / "root", "--cases", str(two), "--generate-traces")
+    assert rc == 2 and err.startswith("error: --cases") and "3 families" in err and "\n" not in err.strip()
+    four = small_case_dir(tmp_path / "four", families=4, per_family=1)
+    rc, err = cli(tmp_path / "root", "--cases", str(four), "--generate-traces", "--test-families", "2",
+                  "--dev-families", "2")
+    assert rc == 2 and "--test-families" in err
+    assert (reports / "report.md").read_text() == "the previous run\n"
+    assert not list((tmp_path / "root").glob("reports.*"))
