@@ -7,7 +7,6 @@ each its own process (tests/openai_stub.py), and the real CLI in a subprocess.
 * every endpoint dies: non-zero exit, one line naming each endpoint, finished records kept.
 """
 import json
-import os
 import random
 import signal
 import subprocess
@@ -18,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tracegen.records import read_traces
 
-from e2e_helpers import small_case_dir
+from e2e_helpers import run_records, small_case_dir
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE.parent / "scripts" / "run_live_tool_dagger.py"
@@ -79,16 +77,8 @@ def _args(root, cases, urls, *extra):
             "--concurrency", "2", "--endpoint-cooldown", "0.2", *extra]
 
 
-def _strip_timing(rec):
-    if isinstance(rec, dict):
-        return {k: _strip_timing(v) for k, v in rec.items() if not (k.endswith("_ms") or k.endswith("_s"))}
-    if isinstance(rec, list):
-        return [_strip_timing(v) for v in rec]
-    return rec
 
 
-def _records(root):
-    return [_strip_timing(r) for r in read_traces(root / "reports" / "fresh_traces.jsonl")]
 
 
 def _lines(path: Path) -> int:
@@ -100,7 +90,7 @@ def reference(stubs, cases, tmp_path_factory):
     """The run on one endpoint."""
     root = tmp_path_factory.mktemp("one_server")
     subprocess.run(_args(root, cases, [stubs[0].url]), check=True, capture_output=True, timeout=600)
-    recs = _records(root)
+    recs = run_records(root)
     assert len(recs) == 16 and any(r["rounds"] and len(r["rounds"]) > 1 for r in recs)  # repairs happened
     return recs
 
@@ -119,7 +109,7 @@ def test_one_endpoint_killed_and_restarted_mid_run(stubs, cases, reference, tmp_
     victim.start()  # same port: the backend must probe it back
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-2000:]
-    got = _records(root)
+    got = run_records(root)
     assert [r["case_id"] for r in got] == [r["case_id"] for r in reference]  # one record per case, same order
     assert len({r["case_id"] for r in got}) == len(got)
     assert got == reference
@@ -152,12 +142,12 @@ def test_whole_run_sigkilled_and_resumed_gives_the_one_server_file(stubs, cases,
     final = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert final.returncode == 0, final.stderr[-2000:]
     assert kills >= 2
-    got = _records(root)
+    got = run_records(root)
     assert [r["case_id"] for r in got] == [r["case_id"] for r in reference]
     assert got == reference
 
 
-def test_all_endpoints_down_is_a_clear_error_and_keeps_finished_records(cases, reference, tmp_path):
+def test_all_endpoints_down_is_a_clear_error_and_keeps_finishedrun_records(cases, reference, tmp_path):
     own = [Stub(delay=0.02).start() for _ in range(3)]
     try:
         root = tmp_path / "down"
@@ -177,7 +167,7 @@ def test_all_endpoints_down_is_a_clear_error_and_keeps_finished_records(cases, r
     line = err.strip().splitlines()[-1]
     assert line.startswith("error: --backend openai:") and "rerun with --resume" in line
     assert "all 3 endpoints are failing" in line and all(s.url in line for s in own)
-    kept = _records(root)
+    kept = run_records(root)
     assert 2 <= len(kept) < 16 and len({r["case_id"] for r in kept}) == len(kept)
     assert kept == reference[:len(kept)]  # finished records are whole and right
     assert not (root / "reports" / "final_summary.json").exists()

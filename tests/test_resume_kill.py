@@ -1,6 +1,5 @@
 """A run killed with SIGKILL at random moments and resumed, several times over, ends with the same
 trace file as an uninterrupted run: same records, none twice, none missing."""
-import json
 import os
 import random
 import signal
@@ -11,7 +10,7 @@ from pathlib import Path
 
 from tracegen.records import read_traces
 
-from e2e_helpers import small_case_dir
+from e2e_helpers import run_records, small_case_dir
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "run_live_tool_dagger.py"
 
@@ -21,24 +20,15 @@ def _args(root, cases):
             "--resume", "--max-repairs", "1", "--wave-size", "2", "--no-progress", "--synth-fix-nodes", "3000"]
 
 
-def _strip_timing(rec):
-    """Timing fields (``*_ms``, ``*_s``) are the only per-run values a record may hold."""
-    if isinstance(rec, dict):
-        return {k: _strip_timing(v) for k, v in rec.items() if not (k.endswith("_ms") or k.endswith("_s"))}
-    if isinstance(rec, list):
-        return [_strip_timing(v) for v in rec]
-    return rec
 
 
-def _records(root):
-    return [_strip_timing(r) for r in read_traces(root / "reports" / "fresh_traces.jsonl")]
 
 
 def test_kill_and_resume_gives_the_uninterrupted_file(tmp_path):
     cases = small_case_dir(tmp_path / "cases", families=8, per_family=2)
     ref = tmp_path / "ref"
     subprocess.run(_args(ref, cases), check=True, capture_output=True, timeout=600)
-    expected = _records(ref)
+    expected = run_records(ref)
     assert len(expected) == 16
 
     root, rng, kills = tmp_path / "killed", random.Random(7), 0
@@ -64,12 +54,12 @@ def test_kill_and_resume_gives_the_uninterrupted_file(tmp_path):
     assert final.returncode == 0, final.stderr[-2000:]
     assert "torn last line" in final.stdout + final.stderr
     assert kills >= 2
-    got = _records(root)
+    got = run_records(root)
     assert [r["case_id"] for r in got] == [r["case_id"] for r in expected]  # none twice, none missing, same order
     assert got == expected
 
 
-def test_sigterm_stops_cleanly_and_keeps_finished_records(tmp_path):
+def test_sigterm_stops_cleanly_and_keeps_finishedrun_records(tmp_path):
     cases = small_case_dir(tmp_path / "cases", families=20, per_family=3)  # long enough to interrupt
     root = tmp_path / "run"
     trace = root / "reports" / "fresh_traces.jsonl"

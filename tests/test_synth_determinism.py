@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from controller.failures import failure_breakdown
+from e2e_helpers import untimed
 from tracegen.backends import BackendConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,13 +21,6 @@ def _burn(stop_at: float) -> None:
         x = (x * 7 + 1) % 1_000_003
 
 
-def _untimed(x):
-    """The record without its timing fields (``*_ms``, ``*_s``): the trace contract's exception."""
-    if isinstance(x, dict):
-        return {k: _untimed(v) for k, v in x.items() if not (k.endswith("_ms") or k.endswith("_s"))}
-    if isinstance(x, list):
-        return [_untimed(v) for v in x]
-    return x
 
 
 def _trace(cases, config: BackendConfig):
@@ -71,8 +65,8 @@ def test_same_records_beside_a_cpu_hog():
         for h in hogs:
             h.terminate()
             h.join()
-    a = [json.dumps(_untimed(r), sort_keys=True) for r in quiet]
-    b = [json.dumps(_untimed(r), sort_keys=True) for r in loaded]
+    a = [json.dumps(untimed(r), sort_keys=True) for r in quiet]
+    b = [json.dumps(untimed(r), sort_keys=True) for r in loaded]
     assert a == b
     # the repairs did search (the comparison covers real work, not only cache hits)
     nodes = [r.get("search_nodes", 0) for rec in quiet for ch in [rec["rounds"], *rec.get("samples", [])]
