@@ -53,7 +53,7 @@ def empty_hub(tmp_path, monkeypatch):
 
 def test_uncached_hub_model_offline_fails_at_once_naming_the_cache(tmp_path, empty_hub):
     t = time.monotonic()
-    rc, err = cli(tmp_path / "root", "--cases", "library", "--generate-traces", "--limit-total", "2",
+    rc, err = cli(tmp_path / "root", "--cases", "library", "--generate-traces", "--limit-total", "4",
                   "--backend", "hf", "--model", "SomeOrg/not-downloaded-1B", env=empty_hub)
     assert_refused(tmp_path / "root", rc, err, "--backend hf", "SomeOrg/not-downloaded-1B",
                    empty_hub["HF_HUB_CACHE"], "HF_HUB_OFFLINE")
