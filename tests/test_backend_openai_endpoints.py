@@ -120,7 +120,9 @@ def test_one_endpoint_killed_and_restarted_mid_run(stubs, cases, reference, tmp_
     total = sum(r["rounds"].__len__() + 1 for r in got)  # one completion per direct answer and round
     assert sum(e["completions"] for e in eps.values()) == total  # nothing generated twice in the records' name
     assert victim.served() > 0, "the restarted endpoint was never probed back into rotation"
-    assert eps[victim.url]["restored"] >= 1
+    # taken out only after 3 failures in a row: on a busy machine the restart can come first,
+    # and then there is nothing to restore
+    assert eps[victim.url]["restored"] >= 1 or eps[victim.url]["taken_out"] == 0
 
 
 def test_whole_run_sigkilled_and_resumed_gives_the_one_server_file(stubs, cases, reference, tmp_path):
