@@ -54,6 +54,14 @@ class FakeServer(LocalServer):
                     fail = server.failures.pop(0) if server.failures else None
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                counted = [True]
+
+                def leave():  # the request stops counting before its answer is sent: a client that
+                    with server.lock:  # reads the answer may send the next one at once
+                        if counted[0]:
+                            server.in_flight -= 1
+                            counted[0] = False
+
                 try:
                     if fail == "sleep":
                         time.sleep(0.6)
@@ -68,11 +76,11 @@ class FakeServer(LocalServer):
                     message = {"role": "assistant", "content": f"echo:{user}"}
                     if "think" in user:
                         message["reasoning_content"] = "pondering"
+                    leave()
                     self._send(200, {"choices": [{"index": 0, "message": message, "finish_reason": finish}],
                                      "usage": {"prompt_tokens": len(user), "completion_tokens": 7}})
                 finally:
-                    with server.lock:
-                        server.in_flight -= 1
+                    leave()
 
         self.start(Handler)
 
