@@ -21,7 +21,7 @@ per family; estimates are per-case means with a family-bootstrap interval):
 Holm runs over distinct tests only, primaries and secondaries as two families: hypotheses whose
 per-family difference vectors are identical (or negated) are one test (``merged_with``); a
 hypothesis that involves the hindsight oracle, or whose policies have identical outcome vectors
-(a tie by construction, e.g. ``visible_disagree_rule`` == ``always_tool_visible`` when programs
+(a tie, by construction as with ``visible_disagree_rule`` == ``always_tool_visible`` when programs
 never equal the direct answer), is reported with the reason and left out of the count.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from .stats import (ALPHA, EXCLUDE_ORACLE, ORACLE, comparison_key, distinct_holm
 
 KINDS = {"accuracy_diff": 2, "cost_saving": 2, "cheaper_no_loss": 2, "beats_random_mix": (1, 3)}
 SPLITS = ("test", "dev", "cv_pooled")
-EXCLUDE_SAME = "identical outcome vectors (right and cost on every case): a tie by construction"
+EXCLUDE_SAME = "identical outcome vectors (right and cost on every case): nothing to test"
 
 
 class StudyError(ValueError):

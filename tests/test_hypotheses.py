@@ -116,7 +116,7 @@ def test_holm_merges_identical_comparisons_and_leaves_out_ties_and_the_oracle():
     assert rows["h1"]["p_holm"] == pytest.approx(2 * 2 / 128) == rows["h2"]["p_holm"]
     assert rows["h1"]["merged_with"] == ["h2"] and rows["h2"]["merged_with"] == ["h1"]
     assert rows["h3"]["p_holm"] == pytest.approx(2 / 16)
-    assert "tie by construction" in rows["tie"]["excluded"] and rows["tie"]["p_holm"] == 1.0
+    assert "identical outcome vectors" in rows["tie"]["excluded"] and rows["tie"]["p_holm"] == 1.0
     assert "oracle" in rows["ceiling"]["excluded"] and rows["ceiling"]["p_holm"] == rows["ceiling"]["p_family"]
 
 
