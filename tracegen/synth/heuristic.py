@@ -18,7 +18,7 @@ Not covered: the order of rows or columns beyond whole-row / whole-column matche
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, _count_elements
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, combinations
@@ -29,6 +29,7 @@ W = {"content": 2.0, "extra": 0.5, "surplus": 0.25, "rows": 0.5, "cols": 0.5, "s
 
 Table = list[list[str]]
 PAIR_MEMO = 50_000  # row value sets whose pairs are kept per target
+LAYOUT_MEMO = 50_000  # rows' target-value sets whose pair / triple score is kept per target
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,11 @@ class Target:
     @cached_property
     def pair_memo(self) -> dict:
         """The value pairs of a row's set of target values, by that set (``_pair_score``)."""
+        return {}
+
+    @cached_property
+    def layout_memo(self) -> dict:
+        """The pair / triple score of a table's rows, by their target values (``_layout``)."""
         return {}
 
     @cached_property
@@ -130,7 +136,8 @@ def distance(table: Table, tgt: Target, max_lost: int | None = None) -> tuple[fl
     """(estimated remaining work, number of lost target values); (0, 0) iff equal. With
     ``max_lost``, a table losing more than that many values gets ``(None, lost)`` without the
     layout terms: the search prunes it anyway, so they are not worth computing."""
-    counts = Counter(chain.from_iterable(table))
+    counts: dict = {}
+    _count_elements(counts, chain.from_iterable(table))  # Counter's own C loop, without its checks
     counts.pop("", None)
     present = tgt.once.intersection(counts)
     # target values needed once (most of them), by set operations; all terms are multiples of
@@ -172,12 +179,27 @@ def distance(table: Table, tgt: Target, max_lost: int | None = None) -> tuple[fl
     cols_missing = len(tgt.cols) if n_rows != tgt.n_rows else len(tgt.cols.difference(columns(table)))
     col_miss = cols_missing / max(len(tgt.cols), 1)
     shape = W["shape"] * ((n_rows != tgt.n_rows) + (n_cols != tgt.n_cols))
-    kept = [tgt.values.intersection(r) for r in table] if tgt.pairs or tgt.triples else []
     h = W["content"] * content + W["rows"] * row_miss + W["cols"] * col_miss + shape \
-        + W["pairs"] * (1.0 - max(_pair_score(kept, tgt), _triple_recall(kept, tgt)))
+        + W["pairs"] * (1.0 - _layout(table, tgt))
     if h == 0 and tuple(map(tuple, table)) != tgt.table:
         h = 0.25  # same cells, rows and columns, yet not equal (order): keep it above a solution
     return h, lost
+
+
+def _layout(table: Table, tgt: Target) -> float:
+    """The better of the pair F1 and the crosstab triple recall. Both read only each row's set
+    of target values, which most steps (a column moved, dropped or split off) leave as it was,
+    so the score is kept per target by those sets."""
+    if not (tgt.pairs or tgt.triples):
+        return max(_pair_score([], tgt), _triple_recall([], tgt))
+    kept = tuple(map(tgt.values.intersection, table))
+    memo = tgt.layout_memo
+    got = memo.get(kept)
+    if got is None:
+        got = max(_pair_score(kept, tgt), _triple_recall(kept, tgt))
+        if len(memo) < LAYOUT_MEMO:
+            memo[kept] = got
+    return got
 
 
 def _crosstab_triples(rows: list[tuple]) -> tuple:

@@ -77,6 +77,23 @@ def apply_step(table: Table, step: Step) -> Table:
     return OPERATORS[name](table, **params)
 
 
+def unfold_cells(table: Table, hcol: int, vcol: int, header: str) -> int:
+    """How many cells ``unfold`` would make of ``table``, without making them: an unfold on a
+    column of many distinct values makes a table of rows x names cells, which the search would
+    build only to drop it as too big."""
+    w = width(table)
+    body = table[1:] if header == "first" and table else table
+    keep = [c for c in range(w) if c not in (hcol, vcol)]
+    keys = {tuple([r[c] if c < len(r) else "" for c in keep]) for r in body}
+    names = len({r[hcol] if 0 <= hcol < len(r) else "" for r in body})
+    cells = len(keys) * (len(keep) + names)
+    if header == "first" and table:
+        cells += len(keep) + names
+    elif header == "blank":
+        cells += (max(w - 2, 0) if body else 0) + names
+    return cells
+
+
 def width(table: Table) -> int:
     return max((len(r) for r in table), default=0)
 

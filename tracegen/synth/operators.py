@@ -28,7 +28,8 @@ def _cell(row, col):
 
 
 def _padded(row, width):
-    return list(row) + [""] * (width - len(row))
+    short = width - len(row)
+    return list(row) + [""] * short if short > 0 else list(row)
 
 
 def _rectangle(table):
@@ -134,9 +135,15 @@ def rewrite_cells(table, col, pattern, template):
     for row in table:
         cells = list(row)
         if col < len(cells):
-            m = re.fullmatch(pattern, cells[col])
-            if m:
-                cells[col] = m.expand(template)
+            m = re.match(pattern, cells[col])
+            if m and m.end() == len(cells[col]):
+                # the first match at the start spans the cell: it is the whole-cell match, and
+                # re.sub reuses the parsed template where Match.expand parses it on every call
+                cells[col] = re.sub(pattern, template, cells[col], count=1)
+            elif m:  # a shorter first match (a lazy group): the whole-cell match may still exist
+                m = re.fullmatch(pattern, cells[col])
+                if m:
+                    cells[col] = m.expand(template)
         out.append(cells)
     return out
 
@@ -310,13 +317,13 @@ def unfold(table, hcol, vcol, header):
     top = rect[0] if header == "first" and rect else None
     if top is not None:
         rect = rect[1:]
-    names, rows = [], {}
+    seen, rows = {}, {}  # the new column names in order of appearance, as dict keys
     for row in rect:
         key = tuple(v for c, v in enumerate(row) if c not in (hcol, vcol))
         name = _cell(row, hcol)
-        if name not in names:
-            names.append(name)
+        seen[name] = None
         rows.setdefault(key, {})[name] = _cell(row, vcol)
+    names = list(seen)
     out = [list(key) + [values.get(n, "") for n in names] for key, values in rows.items()]
     if top is not None:
         out.insert(0, [v for c, v in enumerate(top) if c not in (hcol, vcol)] + names)

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from .codegen import emit_code
 from .heuristic import Target, distance
-from .library import apply_step, propose, step_cost
+from .library import apply_step, propose, step_cost, unfold_cells
 from .program import Program, program_key
 
 Table = list[list[str]]
@@ -71,18 +71,10 @@ class SynthResult:
     # closest candidate that behaves unlike the ones ranked before it
 
 
-@dataclass(order=True)
-class _Node:
-    f: float
-    order: int
-    program: Program = field(compare=False)
-    tables: tuple = field(compare=False)
-    g: float = field(compare=False)
-    h: float = field(compare=False)
-    lost: int = field(compare=False)
-
-
 def _key(tables) -> tuple:
+    """The state as hashable rows: the seen-set key, also what the distance reads."""
+    if len(tables) == 1:
+        return (tuple(map(tuple, tables[0])),)
     return tuple(tuple(map(tuple, t)) for t in tables)
 
 
@@ -252,9 +244,12 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
     goal = tuple(t.table for t in targets)
     target_cells = sum(len(r) for _, out in examples for r in out)
     limit = MAX_GROWTH * max(sum(len(r) for t in inputs for r in t), sum(t.n_cells for t in targets)) + 64
+    # a state of more cells than this is dropped unseen (it cannot be a solution either)
+    oversize = max(limit, sum(len(r) for _, out in (full or examples) for r in out))
     rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
     order = itertools.count()
-    frontier: list[_Node] = []
+    # (f, order, program, tables, g, h, lost): plain tuples, compared in C by (f, order) alone
+    frontier: list[tuple] = []
     seen: set = set()
     tried: list[tuple] = []  # (h, g, order, program) of every state kept: near-miss candidates
     solutions: list[tuple] = []  # (cost, steps, key, program)
@@ -265,6 +260,8 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
 
     def score(tables, max_lost=None):
         """(h, lost) summed over the examples; h is None once lost passes ``max_lost``."""
+        if len(tables) == 1:  # one example, the usual case
+            return distance(tables[0], targets[0], max_lost)
         total, lost = 0.0, 0
         for t, tgt in zip(tables, targets):
             h, k = distance(t, tgt, None if max_lost is None else max_lost - lost)
@@ -298,8 +295,7 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
                 if not cheapest_first:
                     cheapest_first = True
                     # from now on, cheapest programs first: look for a shorter one
-                    for node in frontier:
-                        node.f = node.g * 100.0 + node.h
+                    frontier[:] = [(n[4] * 100.0 + n[5],) + n[1:] for n in frontier]
                     heapq.heapify(frontier)
                 if want == 1:
                     bound = min(bound, solutions[-1][0]) if bound is not None else solutions[-1][0]
@@ -312,13 +308,13 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
         if key in seen or sum(map(len, chain.from_iterable(tables))) > limit:
             return
         seen.add(key)
-        h, lost = score(tables, parent_lost)
+        h, lost = score(key, parent_lost)
         if parent_lost is not None and lost > parent_lost:
             return
         f = h + g_weight * g if not cheapest_first else g * 100.0 + h
-        node = _Node(f, next(order), program, tables, g, h, lost)
-        tried.append((h, g, node.order, program))
-        heapq.heappush(frontier, node)
+        n = next(order)
+        tried.append((h, g, n, program))
+        heapq.heappush(frontier, (f, n, program, tables, g, h, lost))
 
     consider(inputs, (), 0.0, None)
     for seed in seeds:
@@ -335,14 +331,14 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
     while frontier and nodes < max_nodes and not cut:
         if stop_at is not None and nodes >= stop_at:
             break
-        node = heapq.heappop(frontier)
-        if len(node.program) >= max_depth or (bound is not None and node.g + 1.0 > bound + 1e-9):
+        _, _, program, states, g, _, lost = heapq.heappop(frontier)
+        if len(program) >= max_depth or (bound is not None and g + 1.0 > bound + 1e-9):
             continue
-        steps = propose(node.tables[0], targets[0])
+        steps = propose(states[0], targets[0])
         if rng is not None:
             steps = list(steps)
             rng.shuffle(steps)
-        weight = 1 + (sum(map(len, chain.from_iterable(node.tables))) + target_cells) // CELLS_PER_NODE
+        weight = 1 + (sum(map(len, chain.from_iterable(states))) + target_cells) // CELLS_PER_NODE
         for step in steps:
             if nodes >= max_nodes or (stop_at is not None and nodes >= stop_at):
                 break
@@ -351,10 +347,12 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
                 break
             nodes += weight
             try:
-                tables = tuple(apply_step(t, step) for t in node.tables)
+                if step[0] == "unfold" and sum(unfold_cells(t, **step[1]) for t in states) > oversize:
+                    continue  # a wide blow-up consider() would drop: counted, not built
+                tables = tuple([apply_step(t, step) for t in states])
             except Exception:  # operators are total on the tables they were proposed for
                 continue
-            consider(tables, node.program + (step,), node.g + step_cost(*step), node.lost)
+            consider(tables, program + (step,), g + step_cost(*step), lost)
 
     near = [(t[0], t[3]) for t in sorted(tried, key=lambda t: t[:3])]
     ranked = sorted({sol[2]: sol for sol in solutions}.values(), key=lambda sol: sol[:3])
