@@ -29,6 +29,7 @@ W = {"content": 2.0, "extra": 0.5, "surplus": 0.25, "rows": 0.5, "cols": 0.5, "s
 
 Table = list[list[str]]
 PAIR_MEMO = 50_000  # row value sets whose pairs are kept per target
+BIG_ROWS = 64  # target values in a table's rows past which the pairs are counted, not made
 LAYOUT_MEMO = 50_000  # rows' target-value sets whose pair / triple score is kept per target
 
 
@@ -59,6 +60,15 @@ class Target:
     def pair_memo(self) -> dict:
         """The value pairs of a row's set of target values, by that set (``_pair_score``)."""
         return {}
+
+    @cached_property
+    def partners(self) -> dict:
+        """Each value of a target pair, with the values it shares a target row with."""
+        out: dict = {}
+        for a, b in self.pairs:
+            out.setdefault(a, set()).add(b)
+            out.setdefault(b, set()).add(a)
+        return {v: frozenset(p) for v, p in out.items()}
 
     @cached_property
     def layout_memo(self) -> dict:
@@ -233,14 +243,22 @@ def _pair_score(kept: list, tgt: Target) -> float:
     into the right rows, precision keeps piling every value into one row from looking good."""
     if not tgt.pairs:
         return 1.0
+    sets = [v for v in set(kept) if len(v) > 1]
+    size = sum(map(len, sets))
+    if size > BIG_ROWS and len(frozenset().union(*sets)) == size:
+        # long rows sharing no value: their pairs are distinct, so count them instead of making
+        # them (a row of k values has k(k-1)/2), and the target's pairs among each row's values
+        have_n = sum(len(v) * (len(v) - 1) // 2 for v in sets)
+        partners = tgt.partners
+        hits = sum(len(partners[a] & v) for v in sets for a in v if a in partners) // 2
+        return 2 * hits / (have_n + len(tgt.pairs))
     memo = tgt.pair_memo
     have: set = set()
-    for values in set(kept):  # rows holding the same target values give the same pairs
-        if len(values) > 1:
-            got = memo.get(values)
-            if got is None:  # most steps leave most rows' target values as they were
-                got = frozenset(combinations(sorted(values), 2))
-                if len(memo) < PAIR_MEMO:
-                    memo[values] = got
-            have.update(got)
+    for values in sets:  # rows holding the same target values give the same pairs
+        got = memo.get(values)
+        if got is None:  # most steps leave most rows' target values as they were
+            got = frozenset(combinations(sorted(values), 2))
+            if len(memo) < PAIR_MEMO:
+                memo[values] = got
+        have.update(got)
     return 2 * len(have & tgt.pairs) / (len(have) + len(tgt.pairs))
