@@ -48,6 +48,7 @@ PATTERNS = (
 MERGE_SEPS = (" ", "", ", ", ",", "-", "/", ":", ": ", "_", ".", " - ", "|", ";", "; ")
 _PREDS = ("empty", "nonempty", "numeric", "not_numeric")
 SAMPLE_ROWS = 40  # rows read when inferring cell-level parameters
+ROWS_MEMO_MAX = 200  # columns of at most this many cells have their row steps kept per search
 _SEP_RUN = re.compile(r"[\W_]+")
 _TOKEN = re.compile(r"\w\w+")
 _PIECE = re.compile(r"\d+|[^\W\d_]+|.", re.S)
@@ -239,15 +240,29 @@ def _rows(table: Table, tgt: Target) -> Iterator[Step]:
                     yield "merge_rows", {"row": row, "sep": sep}
                     break
     for col in range(w):
-        values = _column(table, col)
-        blank = [not v.strip() for v in values]
-        first = blank.index(False) if False in blank else n
-        if any(blank[first + 1:]):  # a blank below some filled cell
-            yield "fill_down", {"col": col}
-        for pred in _PREDS:
-            hits = sum(ops._test(v, pred, "") for v in values)
-            if 0 < hits < n:
-                yield "delete_rows", {"col": col, "pred": pred, "value": ""}
+        # a function of the column alone, which most steps leave as it was: worked out once
+        values = tuple(_column(table, col))
+        if n > ROWS_MEMO_MAX:  # a long column: not worth keeping
+            yield from _column_row_steps(values, col)
+            continue
+        key = ("rows", col, values)
+        found = tgt.memo.get(key)
+        if found is None:
+            found = tgt.memo[key] = list(_column_row_steps(values, col))
+        yield from found
+
+
+def _column_row_steps(values: tuple, col: int) -> Iterator[Step]:
+    """Fill down and delete-by-predicate steps for one whole column."""
+    n = len(values)
+    blank = [not v.strip() for v in values]
+    first = blank.index(False) if False in blank else n
+    if any(blank[first + 1:]):  # a blank below some filled cell
+        yield "fill_down", {"col": col}
+    for pred in _PREDS:
+        hits = sum(ops._test(v, pred, "") for v in values)
+        if 0 < hits < n:
+            yield "delete_rows", {"col": col, "pred": pred, "value": ""}
 
 
 def _reshape(table: Table, tgt: Target) -> Iterator[Step]:
