@@ -19,8 +19,10 @@ Printed, per way: wall and CPU seconds, peak resident memory (the process and it
 workers), the median and 90th percentile of a case's seconds (its requests' latencies added up),
 and over the scorable cases: chains whose program passes the public example, ``always_tool``
 (the first passing program of sample 0 is right on the new input, else the direct answer is),
-and right programs in any sample. Then the ratios old/new and every case whose ``always_tool``
-outcome or sample-0 chain changed. ``--cases large`` writes the generated cases
+and right programs in any sample. Then the ratios old/new, how many cases have the same text and
+the same programs in every round (the text also holds the operators' source, which a faster
+operator changes without changing any program), and every case whose ``always_tool`` outcome
+changed. ``--cases large`` writes the generated cases
 (``cases.generators.large``) to a temporary folder that both ways load. The machine's load
 average at the start is printed: on a shared machine the ratios are the figure to quote.
 """
@@ -92,7 +94,8 @@ for start in range(0, len(cases), 64):
         for (c, j, st), comp in zip(active, comps):
             code, passed, right, out = check(c, comp.text)
             res[c.case_id]["seconds"] += comp.latency_ms / 1000.0
-            st["rounds"].append({"sha": hashlib.sha1(comp.text.encode()).hexdigest()[:12], "pass": passed,
+            st["rounds"].append({"sha": hashlib.sha1(comp.text.encode()).hexdigest()[:12],
+                                 "program": json.dumps(read_history(code)[0] or [], sort_keys=True), "pass": passed,
                                  "right": right, "nodes": getattr(comp, "search_nodes", None),
                                  "finish": comp.finish_reason})
             if not passed:
@@ -174,7 +177,11 @@ def compare(old: dict, new: dict) -> dict:
                if always_tool(c) != always_tool(new["cases"][k])}
     same = sum([r["sha"] for r in c["chains"][0]] == [r["sha"] for r in new["cases"][k]["chains"][0]]
                for k, c in old["cases"].items())
-    return {"always_tool_changed": changed, "identical_sample0_chains": same}
+    # the programs of every round of every sample (the text also holds the operators' source,
+    # which a faster helper changes without changing what a program does)
+    programs = sum([[r["program"] for r in ch] for ch in c["chains"]] ==
+                   [[r["program"] for r in ch] for ch in new["cases"][k]["chains"]] for k, c in old["cases"].items())
+    return {"always_tool_changed": changed, "identical_sample0_chains": same, "identical_programs": programs}
 
 
 def _cases_dir(args, tmp: Path) -> Path:
@@ -251,7 +258,8 @@ def main(argv=None) -> int:
         figures.update(diff)
         for k, v in figures["ratios"].items():
             print(f"  {k}: {v:.2f}x")
-        print(f"  sample-0 chains identical: {diff['identical_sample0_chains']}/{n}")
+        print(f"  sample-0 chains identical (text): {diff['identical_sample0_chains']}/{n}")
+        print(f"  cases whose every round's program is the same: {diff['identical_programs']}/{n}")
         print(f"  always_tool outcome changed (old -> new): {len(diff['always_tool_changed'])}")
         for k, (a, b) in sorted(diff["always_tool_changed"].items()):
             print(f"    {k}: {a} -> {b}")

@@ -2,13 +2,14 @@
 
     python scripts/bench_tree.py                                   # all 250 Foofah files, K = 3
     python scripts/bench_tree.py --program-samples 1               # K = 1 (the quickstart's tracing)
+    python scripts/bench_tree.py --program-samples 1 --train-lora  # the quickstart's whole command
     python scripts/bench_tree.py --cases-per-family 1 --ref HEAD~3 # 50 files, against another commit
 
 For each way it makes a fresh CLI run (``--generate-traces``, no generation cache, so every
 program is searched for, then the controllers with ``--dagger-iters``) under a temporary root:
 the old way is ``--ref`` (default ``54ae94c``, the merge base) exported with ``git archive`` and
 run from there, the new way is this working tree. The two run one after the other, each alone.
-Printed per way: tracing seconds (the summary's ``traces_s``), total wall seconds, CPU seconds of
+Printed per way (then the ratios, and how many cases have the same program in every round): tracing seconds (the summary's ``traces_s``), total wall seconds, CPU seconds of
 the run and its children, peak resident memory of the run's processes, program rounds and search
 nodes in the traces, and the always-tool outcome (first program of sample 0 that passes the
 public example, else the direct answer) over the scored cases; then the old/new ratios and every
@@ -56,6 +57,8 @@ def _run(tree: Path, root: Path, args) -> dict:
            str(args.dagger_iters), "--workers", str(args.workers)]
     if args.cases_per_family:
         cmd += ["--cases-per-family", str(args.cases_per_family)]
+    if args.train_lora:
+        cmd += ["--train-lora"]
     env = dict(os.environ, PYTHONPATH=str(tree))
     load0, t0 = os.getloadavg()[0], time.monotonic()
     proc = subprocess.run([sys.executable, "-c", WRAP, *cmd], env=env, cwd=tree, capture_output=True, text=True)
@@ -69,6 +72,10 @@ def _run(tree: Path, root: Path, args) -> dict:
     rounds = [r for rec in traces for ch in [rec["rounds"], *rec.get("samples", [])] for r in ch]
     timing = summary.get("timing") or {}
     outcomes = {rec["case_id"]: always_tool(rec) for rec in traces}
+    # each round's program, read from its code's "# program:" line (the rest of the text holds
+    # the operators' source, which can change without changing any program)
+    programs = {rec["case_id"]: [[_program_line(r.get("code") or "") for r in ch]
+                                 for ch in [rec["rounds"], *rec.get("samples", [])]] for rec in traces}
     return {"cases": len(traces), "traces_s": timing.get("traces_s"), "wall_s": round(wall, 1),
             "cpu_s": round(info["cpu_s"], 1), "peak_mb": round(info["peak_mb"], 1),
             "controllers_s": timing.get("controllers_total_s"), "program_rounds": len(rounds),
@@ -76,7 +83,12 @@ def _run(tree: Path, root: Path, args) -> dict:
             "budget_rounds": sum(r.get("finish_reason") == "budget" for r in rounds),
             "always_tool": sum(bool(v) for v in outcomes.values()),
             "scored": sum(v is not None for v in outcomes.values()),
-            "load_avg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)], "_outcomes": outcomes}
+            "load_avg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)], "_outcomes": outcomes,
+            "_programs": programs}
+
+
+def _program_line(code: str) -> str:
+    return next((line for line in code.splitlines() if line.startswith("# program:")), "")
 
 
 def main(argv=None) -> int:
@@ -88,6 +100,7 @@ def main(argv=None) -> int:
     p.add_argument("--dagger-iters", type=int, default=2)
     p.add_argument("--cases-per-family", type=int, default=None, help="default: every Foofah file (250)")
     p.add_argument("--workers", type=int, default=2, help="sandbox workers")
+    p.add_argument("--train-lora", action="store_true", help="also train the LoRA policy (the quickstart's command)")
     p.add_argument("--new-only", action="store_true", help="skip the old way")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args(argv)
@@ -112,12 +125,15 @@ def main(argv=None) -> int:
                          if old.get(k) is not None and new.get(k) is not None}
         out["always_tool_changed"] = {k: [v, new["_outcomes"].get(k)] for k, v in old["_outcomes"].items()
                                       if v != new["_outcomes"].get(k)}
+        out["same_programs"] = sum(v == new["_programs"].get(k) for k, v in old["_programs"].items())
         print("old/new:", json.dumps(out["ratios"]))
+        print(f"cases whose every round has the same program: {out['same_programs']}/{len(old['_programs'])}")
         print(f"always_tool {old['always_tool']}/{old['scored']} -> {new['always_tool']}/{new['scored']}; "
               f"changed cases: {json.dumps(out['always_tool_changed'])}")
     for way in ("old", "new"):
         if way in out:
             out[way].pop("_outcomes")
+            out[way].pop("_programs")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
     return 0

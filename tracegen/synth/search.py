@@ -23,8 +23,12 @@ answers (the backend's repairs: the best program not tried yet). ``want`` = j + 
 program distinct in ``behaviour`` (the backend: output on the new input); ``want=1`` is exactly
 the plain search.
 Speed without changing the result: the distance skips its layout terms for states the search
-prunes anyway (they lose a target value), counts values by set operations, and the library works
-out each column's cell-level parameters once per search.
+prunes anyway (they lose a target value), counts values by set operations, reads the state's
+hashable rows (the seen-set key) and keeps its pair / triple score per rows' value sets; the
+library works out each column's parameters once per search; an unfold too big to keep is counted
+as a node without being built; the frontier is a heap of plain tuples; and the cyclic garbage
+collector is paused for the search (none of its states form cycles). tests/test_synth_shortcuts.py
+checks each shortcut against the long way.
 Not covered: programs longer than ``max_depth`` steps; parameters the library cannot infer.
 """
 from __future__ import annotations
