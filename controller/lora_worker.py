@@ -88,9 +88,12 @@ def _portable(err: Exception) -> Exception:
 
 
 class LoraWorker:
-    """One side process for every LoRA training of a run (``with LoraWorker() as w: ...``)."""
+    """One side process for every LoRA training of a run (``with LoraWorker() as w: ...``).
 
-    def __init__(self) -> None:
+    ``while_waiting``: something the caller needs later and can do while it would otherwise
+    wait for a reply (run once, the first time a reply is not there yet)."""
+
+    def __init__(self, while_waiting: Callable[[], Any] | None = None) -> None:
         import json
         import socket
         import subprocess
@@ -100,11 +103,12 @@ class LoraWorker:
         ours, theirs = socket.socketpair()
         with theirs:
             self._proc = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), str(theirs.fileno())],
-                                          pass_fds=(theirs.fileno(),))
+                                          pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
         self._conn = Connection(ours.detach())
         self._sent = self._received = 0
         self._replies: dict[int, tuple] = {}
         self._callbacks: dict[int, Callable] = {}
+        self._while_waiting = while_waiting
 
     def _request(self, *msg) -> int:
         self._conn.send(msg)
@@ -117,6 +121,9 @@ class LoraWorker:
         if ticket < self._received and ticket not in self._replies:
             raise RuntimeError(f"LoRA worker: reply {ticket} was already read")
         while ticket not in self._replies:
+            if self._while_waiting is not None and not self._conn.poll():
+                todo, self._while_waiting = self._while_waiting, None
+                todo()
             try:
                 reply = self._conn.recv()
             except (EOFError, OSError):

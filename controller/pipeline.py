@@ -407,7 +407,15 @@ def _start_lora_worker(cfg: RunConfig):
         return None
     from .lora_worker import LoraWorker
 
-    return LoraWorker()
+    return LoraWorker(while_waiting=_import_plotting)
+
+
+def _import_plotting() -> None:
+    """What writing the figures imports first (~1 s): done while the LoRA worker trains."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
 
 
 def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, t0, log, worker=None) -> dict:

@@ -100,7 +100,37 @@ def visible_view(record: dict, revealed) -> dict:
     ``chains`` holds the revealed rounds of every drawn sample; ``rounds`` is the latest sample's
     (with one sample: the pilot's chain). ``program_samples`` (K) and the repairs allowed per
     sample are configuration, visible like ``max_repairs``."""
-    return json.loads(json.dumps(shared_view(record, revealed)))  # a copy: a policy cannot reach back into the record
+    return _json_copy(shared_view(record, revealed))  # a copy: a policy cannot reach back into the record
+
+
+_JSON_ATOMS = frozenset((str, int, float, bool, type(None)))
+
+
+class _NotJson(Exception):
+    pass
+
+
+def _copy(obj):
+    t = type(obj)
+    if t is dict:
+        if not all(type(k) is str for k in obj):
+            raise _NotJson
+        return {k: v if type(v) in _JSON_ATOMS else _copy(v) for k, v in obj.items()}
+    if t is list:
+        return [v if type(v) in _JSON_ATOMS else _copy(v) for v in obj]
+    if t in _JSON_ATOMS:
+        return obj
+    raise _NotJson
+
+
+def _json_copy(obj):
+    """``json.loads(json.dumps(obj))``: for data that is JSON already (str-keyed dicts, lists and
+    JSON scalars, as records read from a trace file are) a plain recursive copy, which gives the
+    same result in half the time; anything else (tuples, other keys or types) takes the round trip."""
+    try:
+        return _copy(obj)
+    except _NotJson:
+        return json.loads(json.dumps(obj))
 
 
 def shared_view(record: dict, revealed) -> dict:
