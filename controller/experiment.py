@@ -13,6 +13,7 @@ same actions at every seed is marked ``deterministic`` (its seeds are one observ
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -101,9 +102,15 @@ def _lora_examples(data):
             for s, l, w in zip(data.states, data.labels, data.weights) if len(base_actions(s.valid_actions)) > 1]
 
 
-def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool, dev_data=None, meta_out: dict | None = None) -> Callable:
+def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool, dev_data=None, meta_out: dict | None = None,
+              worker=None, timing: dict | None = None, timing_key: str | None = None) -> Callable:
     """``fit(training_set, iteration)`` for the LoRA policy; ``dev_data`` (labelled dev states)
-    drives early stopping; each training's timing and memory land in ``meta_out[tag]``."""
+    drives early stopping; each training's timing and memory land in ``meta_out[tag]``, and its
+    seconds (from sending it to its result) in ``timing[timing_key]``.
+
+    With ``worker`` (a ``lora_worker.LoraWorker``) the training runs in the worker and ``fit``
+    returns at once: the policy waits for it when first used, and ``meta_out[tag]`` and
+    ``timing[timing_key]`` are filled in (at the place they were reserved) when its result is read."""
     from dataclasses import replace
 
     from .lora import train_lora_policy
@@ -113,13 +120,24 @@ def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool, dev_data=None, me
     def fit(data, iteration=None):
         lcfg = replace(cfg.lora, seed=cfg.seed, shuffle_labels=shuffle)  # cfg.seed: this seed's run
         tag = name if iteration is None else f"{name}_{iteration}"
-        pol = train_lora_policy(_lora_examples(data), lcfg, f"{cfg.adapters_dir}/{tag}", progress=cfg.progress,
-                                dev_examples=dev_examples)
-        if meta_out is not None:
-            m = pol.meta
-            meta_out[tag] = {k: m.get(k) for k in ("train_s", "steps", "n_rows", "n_dev_rows", "score_mode",
-                                                   "peak_rss_mb", "peak_cuda_mb", "tiny_base")}
-            meta_out[tag]["best_step"] = (m.get("early_stopping") or {}).get("best_step")
+        args = (_lora_examples(data), lcfg, f"{cfg.adapters_dir}/{tag}")
+        row = meta_out.setdefault(tag, {}) if meta_out is not None else {}
+        if timing is not None and timing_key:
+            timing[timing_key] = None
+        sent = time.monotonic()
+
+        def trained(m: dict) -> None:
+            row.update({k: m.get(k) for k in ("train_s", "steps", "n_rows", "n_dev_rows", "score_mode",
+                                              "peak_rss_mb", "peak_cuda_mb", "tiny_base")})
+            row["best_step"] = (m.get("early_stopping") or {}).get("best_step")
+            if timing is not None and timing_key:
+                timing[timing_key] = round(time.monotonic() - sent, 2)
+
+        if worker is None:
+            pol = train_lora_policy(*args, progress=cfg.progress, dev_examples=dev_examples)
+            trained(pol.meta)
+        else:
+            pol = worker.train(*args, progress=cfg.progress, dev_examples=dev_examples, on_trained=trained)
         return _LoraAdapter(pol, name)
 
     return fit
@@ -143,11 +161,13 @@ def dev_scorer(memo: dict | None):
 
 
 def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True,
-                   memo: dict | None = None) -> tuple[dict, dict, dict]:
+                   memo: dict | None = None, lora_worker=None) -> tuple[dict, dict, dict]:
     """Every learned controller for ``cfg.seed``: (policies, info, timing).
 
     info: ``learned_rule`` (model, candidate table, dev tie) and ``dagger`` histories. ``memo``:
     ``simulate``'s state memo, kept by the caller for as long as ``records`` live.
+    ``lora_worker``: train the LoRA policies there (``_lora_fit``); their ``info`` and ``timing``
+    entries are then complete once the policies have been used (or the worker closed).
     """
     timing, t0 = {}, time.monotonic()
     splits = by_split(records)
@@ -155,7 +175,7 @@ def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True
     policies, info = {}, {}
 
     # --- learned rule: full-state behaviour cloning, model choice on dev --------------------
-    data = labelled(full_state_pairs(train), cost=cfg.cost)
+    data = labelled(full_state_pairs(train, memo), cost=cfg.cost)
     rule, rule_table = select_rule(data, _scored(splits["dev"]), dev_scorer(memo), seed=cfg.seed)
     policies["learned_rule"] = rule
     info["learned_rule"] = {"model": rule.model_name, "candidates": rule_table, "dev_tie": dev_tie(rule_table),
@@ -169,17 +189,15 @@ def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True
     # --- LoRA policies (early stopping on labelled dev states) -----------------------------
     lora_meta: dict = {}
     lora_any = cfg.train_lora or cfg.train_shuffled_lora
-    dev_data = (labelled(full_state_pairs(_scored(splits["dev"])), cost=cfg.cost, commit_any=False)
+    dev_data = (labelled(full_state_pairs(_scored(splits["dev"]), memo), cost=cfg.cost, commit_any=False)
                 if lora_any else None)
-    base_data = labelled(full_state_pairs(train), cost=cfg.cost, commit_any=False) if lora_any else None
+    base_data = labelled(full_state_pairs(train, memo), cost=cfg.cost, commit_any=False) if lora_any else None
     if cfg.train_lora:
-        t = time.monotonic()
-        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False, dev_data, lora_meta)(base_data)
-        timing["lora_s"] = round(time.monotonic() - t, 2)
+        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False, dev_data, lora_meta, lora_worker,
+                                                timing, "lora_s")(base_data)
     if cfg.train_shuffled_lora:
-        t = time.monotonic()
-        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True, dev_data, lora_meta)(base_data)
-        timing["lora_shuffled_s"] = round(time.monotonic() - t, 2)
+        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True, dev_data, lora_meta, lora_worker,
+                                                  timing, "lora_shuffled_s")(base_data)
 
     # --- DAgger ----------------------------------------------------------------------------
     if cfg.dagger_iters > 0:
@@ -188,7 +206,7 @@ def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True
         fit_rule_iter = lambda d, i: fit_rule(d, rule.model_name, cfg.seed, name="learned_rule_dagger")
         learners = {"learned_rule": fit_rule_iter}
         if cfg.train_lora:
-            learners["lora_seq_policy"] = _lora_fit(cfg, "lora_dagger", False, dev_data, lora_meta)
+            learners["lora_seq_policy"] = _lora_fit(cfg, "lora_dagger", False, dev_data, lora_meta, lora_worker)
         for lname, fit in learners.items():
             final, hist = run_dagger(fit, train, iters=cfg.dagger_iters, beta0=cfg.dagger_beta, seed=cfg.seed,
                                      evaluate=lambda p: _evaluate_on(p, splits, cfg.seed, memo), cost=cfg.cost,
@@ -233,24 +251,81 @@ def _actions(outs) -> tuple:
     return tuple((o["case_id"], tuple(o["actions"])) for o in outs)
 
 
-def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tuple[dict, dict]:
-    """Return (summary parts, outcomes by policy)."""
+def single_thread_blas():
+    """numpy's and scipy's OpenBLAS on one thread for the block (``threadpoolctl``, a scikit-learn
+    dependency). The rule's models are tiny (hundreds of rows, ~40 features): a second BLAS thread
+    only waits, and on a busy machine it made every logistic fit 2-7x slower. The results are the
+    same bit for bit (checked on the coefficients and probabilities). torch's own MKL is untouched.
+    scikit-learn is imported first so that scipy's copy of OpenBLAS is loaded and limited too."""
+    try:
+        import sklearn.linear_model  # noqa: F401  (loads scipy.optimize and its OpenBLAS)
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+def needs_lora_worker(cfg: ExperimentConfig) -> bool:
+    return bool(cfg.train_lora or cfg.train_shuffled_lora)
+
+
+def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print, lora_worker=None) -> tuple[dict, dict]:
+    """Return (summary parts, outcomes by policy).
+
+    The LoRA policies train in a side process (``lora_worker.LoraWorker``), so its imports and
+    trainings overlap the rule, the null baselines, the frontier, cross-validation and the other
+    simulations. ``lora_worker``: one the caller started earlier (and closes); else one is
+    started here when a LoRA policy is trained."""
+    t0 = time.monotonic()
+    worker = lora_worker
+    if worker is None and needs_lora_worker(cfg):
+        from .lora_worker import LoraWorker
+
+        worker = LoraWorker()
+    try:
+        with single_thread_blas():
+            return _run_experiment(records, cfg, log, t0, worker)
+    finally:
+        if worker is not None and lora_worker is None:
+            worker.close()
+
+
+def _simulate_all(policies: dict, records, memo: dict) -> dict:
+    """Every policy's outcomes, in ``policies`` order. The LoRA policies are simulated last: with a
+    worker, the others run while it still trains (each simulation is independent of the others)."""
+    lora = [k for k, p in policies.items() if isinstance(p, _LoraAdapter)]
+    outs = {k: simulate(p, records, memo=memo) for k, p in policies.items() if k not in lora}
+    outs.update({k: simulate(policies[k], records, memo=memo) for k in lora})
+    return {k: outs[k] for k in policies}
+
+
+def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, worker) -> tuple[dict, dict]:
     from dataclasses import replace
 
-    t0 = time.monotonic()
     splits = by_split(records)
     train = _scored(splits["train"])
     policies = {name: cls() for name, cls in FIXED_POLICIES.items()}
     policies["oracle_seq"] = Oracle(records, cost=cfg.cost)  # unscored cases get DIRECT: no action can be right
 
     memo: dict = {}  # (record, position) -> State, shared by every simulation of these records
-    learned, info, timing = train_learners(records, cfg, log=log, memo=memo)
+    learned, info, timing = train_learners(records, cfg, log=log, memo=memo, lora_worker=worker)
     policies.update({k: v for k, v in learned.items() if k not in ("learned_rule_dagger", "lora_dagger")})
+
+    # --- first what no LoRA policy enters (with a worker, it runs while the worker trains): the
+    # rule's budget frontier and cross-validation; they take their places in the summary below
+    t = time.monotonic()
+    rule_name = info["learned_rule"]["model"]
+    rule_fit = lambda d, lam: fit_rule(d, rule_name, cfg.seed, name=f"rule_lam{lam}")
+    # at lam = 0 the labels are the learned rule's own (same model, data and seed): reuse it
+    rule_frontier = _frontier(rule_fit, train, splits, cfg.frontier_lambdas, cfg,
+                              known={0.0: learned["learned_rule"]}, memo=memo)
+    rule_frontier_s = time.monotonic() - t
+    cv_parts, cv_timing = _cross_validation(records, cfg, log) if cfg.cv_folds else ({}, {})
 
     # --- simulate every policy on every split ---------------------------------------------
     if has_samples(_scored(records)):  # --program-samples K > 1: policies that RESAMPLE
         policies.update({name: cls() for name, cls in TREE_POLICIES.items()})
-    outcomes = {name: simulate(p, records, memo=memo) for name, p in policies.items()}
+    outcomes = _simulate_all(policies, records, memo)
     for dname in ("learned_rule_dagger", "lora_dagger"):
         if dname in learned:
             outcomes[dname] = simulate(learned[dname], records, memo=memo)
@@ -269,8 +344,8 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
         for i in range(1, cfg.seeds):
             s = cfg.seed + i
             scfg = replace(cfg, seed=s, adapters_dir=f"{cfg.adapters_dir}/seed{s}")
-            pols, sinfo, _ = train_learners(records, scfg, log=log, nulls=False, memo=memo)
-            outs = {k: simulate(p, records, memo=memo) for k, p in pols.items()}
+            pols, sinfo, _ = train_learners(records, scfg, log=log, nulls=False, memo=memo, lora_worker=worker)
+            outs = _simulate_all(pols, records, memo)
             per_seed[s] = {k: _per_split(o, s) for k, o in outs.items()}
             actions[s] = {k: _actions(o) for k, o in outs.items()}
             rule_models[s] = sinfo["learned_rule"]["model"]
@@ -280,33 +355,18 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
         summary["seed_rule_models"] = {str(k): v for k, v in rule_models.items()}
         timing["seeds_s"] = round(time.monotonic() - t, 2)
 
-    # --- budget frontier -------------------------------------------------------------------
+    # --- budget frontier (the rule's was computed first) -------------------------------------
     t = time.monotonic()
-    rule_name = info["learned_rule"]["model"]
-    rule_fit = lambda d, lam: fit_rule(d, rule_name, cfg.seed, name=f"rule_lam{lam}")
-    # at lam = 0 the labels are the learned rule's own (same model, data and seed): reuse it
-    summary["frontier"] = {"learned_rule": _frontier(rule_fit, train, splits, cfg.frontier_lambdas, cfg,
-                                                     known={0.0: learned["learned_rule"]}, memo=memo)}
+    summary["frontier"] = {"learned_rule": rule_frontier}
     if cfg.train_lora and cfg.lora_frontier_lambdas:
-        lora_fit = _lora_fit(cfg, "lora_frontier", False)  # no early stopping: dev labels are lam = 0
+        lora_fit = _lora_fit(cfg, "lora_frontier", False, worker=worker)  # no early stopping: dev labels are lam = 0
         summary["frontier"]["lora_seq_policy"] = _frontier(lambda d, lam: lora_fit(d, f"lam{lam}"), train, splits,
                                                            cfg.lora_frontier_lambdas, cfg, memo=memo)
-    timing["frontier_s"] = round(time.monotonic() - t, 2)
+    timing["frontier_s"] = round(rule_frontier_s + time.monotonic() - t, 2)
 
-    # --- cross-validation ------------------------------------------------------------------
-    if cfg.cv_folds:
-        from .cv import run_cv
-
-        t = time.monotonic()
-        summary["cv"] = run_cv(records, cfg, log=log)
-        timing["cv_s"] = round(time.monotonic() - t, 2)
-        if cfg.split_seeds > 1:  # the same CV under further fold assignments (split_seeds.py)
-            from .split_seeds import split_seed_outcomes, spread_summary
-
-            t = time.monotonic()
-            summary["split_seed_records"] = split_seed_outcomes(records, cfg, log=log, first_cv=summary["cv"])
-            summary["split_seeds"] = spread_summary(summary["split_seed_records"])
-            timing["split_seeds_s"] = round(time.monotonic() - t, 2)
+    # --- cross-validation (computed first) ---------------------------------------------------
+    summary.update(cv_parts)
+    timing.update(cv_timing)
 
     # --- statistics and failures -----------------------------------------------------------
     if cfg.policies:
@@ -324,6 +384,25 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print) -> tup
     return summary, outcomes
 
 
+def _cross_validation(records, cfg: ExperimentConfig, log) -> tuple[dict, dict]:
+    """(summary parts, timing): ``cv`` and, with ``split_seeds`` > 1, ``split_seed_records`` and
+    ``split_seeds`` (the rule, the fixed policies and the oracle only: no LoRA policy)."""
+    from .cv import run_cv
+
+    parts, timing = {}, {}
+    t = time.monotonic()
+    parts["cv"] = run_cv(records, cfg, log=log)
+    timing["cv_s"] = round(time.monotonic() - t, 2)
+    if cfg.split_seeds > 1:  # the same CV under further fold assignments (split_seeds.py)
+        from .split_seeds import split_seed_outcomes, spread_summary
+
+        t = time.monotonic()
+        parts["split_seed_records"] = split_seed_outcomes(records, cfg, log=log, first_cv=parts["cv"])
+        parts["split_seeds"] = spread_summary(parts["split_seed_records"])
+        timing["split_seeds_s"] = round(time.monotonic() - t, 2)
+    return parts, timing
+
+
 def _frontier(fit: Callable, train, splits, lambdas, cfg: ExperimentConfig, known: dict | None = None,
               memo: dict | None = None) -> dict:
     """Sweep the trade-off weight: oracle labels that charge lam per unit cost -> one policy each.
@@ -331,7 +410,7 @@ def _frontier(fit: Callable, train, splits, lambdas, cfg: ExperimentConfig, know
     ``known`` maps a weight to a policy already trained on exactly those labels (not refit).
     ``cost`` per case is in the unit ``controller.cost.cost_unit`` names (thousands for tokens
     and work)."""
-    points, pairs = [], full_state_pairs(train)  # the states are the same at every weight: build them once
+    points, pairs = [], full_state_pairs(train, memo)  # the states are the same at every weight: build them once
     for lam in lambdas:
         pol = (known or {}).get(lam) or fit(labelled(pairs, lam, cfg.cost), lam)
         for split in ("dev", "test"):

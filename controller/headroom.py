@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from .state import chains, commit_choice, visible_view
+from .state import chains, commit_choice, shared_view
 
 CELLS = ("direct_only_right", "both_right", "direct_right_commit_wrong", "program_only_right", "both_wrong",
          "nothing_right")
@@ -60,7 +60,7 @@ def case_cell(record: Mapping) -> dict:
         cell = "direct_only_right" if direct else "nothing_right"
         commit_right = None
     else:
-        j = commit_choice(visible_view(rec, pos))
+        j = commit_choice(shared_view(rec, pos))
         commit_right = bool(chs[j][1][pos[j] - 1]["hidden_exact"])
         cell = ("both_right" if commit_right else "direct_right_commit_wrong") if direct else \
             ("program_only_right" if commit_right else "both_wrong")

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .state import (COMMIT_SAMPLE, as_pos, base_actions, chains, commit_choice, committed_sample_of, valid_actions,
-                    visible_view)
+from .state import (COMMIT_SAMPLE, as_pos, base_actions, chains, commit_choice, committed_sample_of, shared_view,
+                    valid_actions)
 
 _BASE_ORDER = {"DIRECT": 0, "PROGRAM": 1, "WRITE": 2, "FIX": 3, "RESAMPLE": 4}
 
@@ -74,7 +74,7 @@ def committed_correct(record: dict, pos: tuple, view: dict | None = None, sample
     """Hidden correctness of what PROGRAM commits at ``pos`` (``hidden_exact``: True/False/None);
     with ``sample`` j, of what PROGRAM:j commits (sample j's latest revealed round)."""
     if sample is None:
-        view = view if view is not None else visible_view(record, pos)
+        view = view if view is not None else shared_view(record, pos)
         sample = commit_choice(view)
     return chains(record)[sample][1][pos[sample] - 1]["hidden_exact"]
 
@@ -96,7 +96,7 @@ def tree_search(record: dict, lam: float = 0.0, cost: str = "generations", commi
 
     @lru_cache(maxsize=None)
     def values(pos: tuple) -> tuple:
-        view = visible_view(record, pos)
+        view = shared_view(record, pos)
         out = []
         valid = valid_actions(view)
         for a in valid if commit_any else base_actions(valid):

@@ -378,13 +378,16 @@ def run(cfg: RunConfig, log=print) -> dict:
     reuse = cfg.resume or not cfg.generate_traces
     if reuse and not cfg.split_manifest and manifest.exists() and path.exists():
         cfg.split_manifest = str(manifest)  # a resumed or re-analysed run keeps its split
-    done, records = _check_trace_file(cfg, tcfg, log)
-    if not cfg.split_manifest:
-        split_sizes(cfg, {c.family for c in cases})
-    backend = _open_backend(cfg) if cfg.generate_traces else None
+    # reusing traces: the LoRA worker starts now, importing while the trace file is read and checked
+    worker = _start_lora_worker(cfg) if not cfg.generate_traces else None
+    backend = None
     try:
+        done, records = _check_trace_file(cfg, tcfg, log)
+        if not cfg.split_manifest:
+            split_sizes(cfg, {c.family for c in cases})
+        backend = _open_backend(cfg) if cfg.generate_traces else None
         set_previous_run_aside(cfg, log)  # every check passed: from here on this run writes
-        return _run_checked(cfg, cases, tcfg, done, records, backend, manifest, t0, log)
+        return _run_checked(cfg, cases, tcfg, done, records, backend, manifest, t0, log, worker)
     except PartialGeneration as err:
         # a request the endpoint refuses for good (e.g. HTTP 400): the finished generations are
         # cached, so fixing the cause and rerunning with --resume pays only for the rest
@@ -392,10 +395,32 @@ def run(cfg: RunConfig, log=print) -> dict:
     finally:
         if backend is not None:
             backend.close()
+        if worker is not None:
+            worker.close()
 
 
-def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, t0, log) -> dict:
-    """Everything after the read-only checks: splits, traces, controllers, outputs."""
+def _start_lora_worker(cfg: RunConfig):
+    """The side process that trains the LoRA policies (``controller.lora_worker``), or None."""
+    from .experiment import needs_lora_worker
+
+    if not needs_lora_worker(cfg.experiment):
+        return None
+    from .lora_worker import LoraWorker
+
+    return LoraWorker(while_waiting=_import_plotting)
+
+
+def _import_plotting() -> None:
+    """What writing the figures imports first (~1 s): done while the LoRA worker trains."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+
+
+def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, t0, log, worker=None) -> dict:
+    """Everything after the read-only checks: splits, traces, controllers, outputs. ``worker``: a
+    started LoRA worker (closed by the caller); a run that traces starts one after tracing."""
     from sandbox import Sandbox
 
     path = trace_path(cfg)
@@ -420,12 +445,19 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, 
         if gen:
             timing["generation"] = gen
 
-    if records is None:
-        records = read_traces(path, warn=log)
-    for r in records:  # the split in force is the current manifest's; probe cases stay out
-        r["split"] = "unassigned" if r["case_id"] in probes else split_of_family.get(r["family"], "unassigned")
-    log(f"training and simulating controllers on {len(records)} records ...")
-    summary, outcomes = run_experiment(records, cfg.experiment, log=log)
+    own_worker = worker is None and records is None  # after tracing: start it before reading the traces back
+    if own_worker:
+        worker = _start_lora_worker(cfg)
+    try:
+        if records is None:
+            records = read_traces(path, warn=log)
+        for r in records:  # the split in force is the current manifest's; probe cases stay out
+            r["split"] = "unassigned" if r["case_id"] in probes else split_of_family.get(r["family"], "unassigned")
+        log(f"training and simulating controllers on {len(records)} records ...")
+        summary, outcomes = run_experiment(records, cfg.experiment, log=log, lora_worker=worker)
+    finally:
+        if own_worker and worker is not None:
+            worker.close()
     summary["split_method"] = {"method": split_info["method"], "probe_case_ids": sorted(probes)}
     return write_outputs(cfg, summary, outcomes, records, timing, t0, log)
 

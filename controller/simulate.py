@@ -14,7 +14,7 @@ from typing import Sequence
 
 from .cost import round_work
 from .oracle import committed_correct, next_pos, revealed_round
-from .state import State, chains, commit_choice, committed_sample_of, is_commit, visible_state, visible_view
+from .state import State, chains, commit_choice, committed_sample_of, is_commit, shared_view, visible_state
 
 
 class InvalidAction(RuntimeError):
@@ -34,7 +34,7 @@ def _outcome(policy_name: str, rec: dict, actions: list[str], pos: tuple, source
         correct = hidden["direct_exact"]
     else:
         chosen = committed_sample_of(actions[-1])  # PROGRAM:j, else None (the commit rule)
-        committed = commit_choice(visible_view(rec, pos)) if chosen is None else chosen
+        committed = commit_choice(shared_view(rec, pos)) if chosen is None else chosen
         correct = committed_correct(rec, pos, sample=committed)
     rounds = revealed_rounds(rec, pos)
     return {
@@ -52,6 +52,16 @@ def _outcome(policy_name: str, rec: dict, actions: list[str], pos: tuple, source
     }
 
 
+def memo_state(rec: dict, pos: tuple, memo: dict | None) -> State:
+    """``visible_state(rec, pos)``, kept in ``memo`` under (id(rec), pos) when a memo is given."""
+    if memo is None:
+        return visible_state(rec, pos)
+    key = (id(rec), pos)
+    if key not in memo:
+        memo[key] = visible_state(rec, pos)
+    return memo[key]
+
+
 def simulate(policy, records: Sequence[dict], *, states_out: list | None = None,
              memo: dict | None = None) -> list[dict]:
     """Run ``policy`` on every record; return one outcome per record, in order.
@@ -60,18 +70,10 @@ def simulate(policy, records: Sequence[dict], *, states_out: list | None = None,
     (DAgger aggregates these). ``memo`` (a dict the caller keeps while its records live) reuses
     each (record, position)'s State across simulations: many policies visit the same states.
     """
-    def state(rec, pos):
-        if memo is None:
-            return visible_state(rec, pos)
-        key = (id(rec), pos)
-        if key not in memo:
-            memo[key] = visible_state(rec, pos)
-        return memo[key]
-
     episodes = [{"rec": r, "pos": (), "actions": [], "done": None} for r in records]
     active = list(range(len(episodes)))
     while active:
-        states: list[State] = [state(episodes[i]["rec"], episodes[i]["pos"]) for i in active]
+        states: list[State] = [memo_state(episodes[i]["rec"], episodes[i]["pos"], memo) for i in active]
         if states_out is not None:
             states_out.extend((episodes[i]["rec"], s) for i, s in zip(active, states))
         acts = policy.act(states)

@@ -21,13 +21,15 @@ from typing import Sequence
 
 from .oracle import best_action, next_pos, revealed_round, tree_search
 from .policies import Oracle
-from .simulate import simulate
-from .state import State, valid_actions, visible_state, visible_view
+from .simulate import memo_state, simulate
+from .state import State, as_pos, shared_view, valid_actions, visible_state
 
 
-def full_state_pairs(records: Sequence[dict]) -> list[tuple[dict, State]]:
-    """Every prefix of every trace's sample-0 chain: start, after round 1, ..., after its last round."""
-    return [(r, visible_state(r, k)) for r in records for k in range(len(r["rounds"]) + 1)]
+def full_state_pairs(records: Sequence[dict], memo: dict | None = None) -> list[tuple[dict, State]]:
+    """Every prefix of every trace's sample-0 chain: start, after round 1, ..., after its last round.
+
+    ``memo``: ``simulate``'s state memo (the same states, built once for every learner and policy)."""
+    return [(r, memo_state(r, as_pos(k), memo)) for r in records for k in range(len(r["rounds"]) + 1)]
 
 
 def oracle_pairs(records: Sequence[dict], lam: float = 0.0, cost: str = "generations",
@@ -43,7 +45,7 @@ def reachable_positions(record: dict) -> list[tuple]:
     while stack:
         pos = stack.pop()
         out.append(pos)
-        for a in reversed(valid_actions(visible_view(record, pos))):
+        for a in reversed(valid_actions(shared_view(record, pos))):
             if a in ("WRITE", "FIX", "RESAMPLE"):
                 nxt = next_pos(pos, a)
                 if revealed_round(record, nxt) is not None:

@@ -162,7 +162,7 @@ class _CountingFit:
     def __init__(self):
         self.calls = []
 
-    def __call__(self, cfg, name, shuffle, dev_data=None, meta_out=None):
+    def __call__(self, cfg, name, shuffle, dev_data=None, meta_out=None, *worker_and_timing, **kw):
         from controller.policies import AlwaysTool
 
         def fit(data, iteration=None):

@@ -1,0 +1,196 @@
+"""LoRA policies trained and scored in a side process, so that their cost overlaps the rest.
+
+torch, transformers and peft take ~8 s to import on a 2-core machine and the default policy
+~9 s to train and score, on one core (``LoraPolicyConfig.cpu_threads``); the learned rule, the
+null baselines, the other policies' simulations and the statistics need none of it. A
+``LoraWorker`` is a child process (a fresh interpreter, started with ``subprocess`` so that the
+caller's ``__main__`` is never re-imported) that imports those libraries as soon as it starts and
+then serves requests over a socket pair, in order: ``train`` sends a training and returns at once
+with a ``RemoteLoraPolicy``, whose ``meta`` and ``choose`` wait for that training to finish.
+Requests and replies are small (states' texts, chosen actions, the training's ``meta``).
+
+The worker calls the same ``train_lora_policy`` with the same arguments (its seeds, thread count
+and deterministic algorithms are set inside it), so the adapter it writes and every score it
+returns are those of a training in the calling process; only the memory figure
+(``peak_rss_mb``) is the worker's own. An exception in the worker is raised again in the caller
+where the result is needed, with the worker's traceback as a note.
+"""
+from __future__ import annotations
+
+import pickle
+import traceback
+from typing import Any, Callable, Sequence
+
+# The child's command: the caller's import path first (a checkout run by the script shim finds
+# ``controller`` the same way), then serve on the inherited socket.
+_BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
+         "from controller.lora_worker import _main; _main(int(sys.argv[2]))")
+
+
+def _main(fd: int) -> None:
+    import os
+    import sys
+    from multiprocessing.connection import Connection
+
+    _serve(Connection(fd))
+    # the caller is gone and everything is written: skip the interpreter's teardown of torch
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _serve(conn) -> None:
+    """The worker's loop: import, then answer "train" and "choose" requests in order until the
+    caller closes its end (or terminates the process)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle; it closes us
+    from controller.lora import train_lora_policy  # noqa: F401  (and what a training needs:)
+    import peft  # noqa: F401
+    import torch  # noqa: F401
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
+
+    policies: dict[int, Any] = {}
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):  # the caller is gone
+            return
+        op = msg[0]
+        try:
+            if op == "train":
+                _, key, args, kwargs = msg
+                policies[key] = train_lora_policy(*args, **kwargs)
+                reply = (True, policies[key].meta)
+            elif op == "choose":
+                _, key, prompts, valid = msg
+                reply = (True, policies[key].choose(prompts, valid))
+            else:
+                raise ValueError(f"unknown request {op!r}")
+        except Exception as err:  # noqa: BLE001  (sent back and raised in the caller)
+            reply = (False, _portable(err))
+        try:
+            conn.send(reply)
+        except (BrokenPipeError, OSError):
+            return
+
+
+def _portable(err: Exception) -> Exception:
+    """``err`` with the worker's traceback as a note, or a RuntimeError saying it when it cannot be pickled."""
+    tb = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    try:
+        pickle.loads(pickle.dumps(err))
+    except Exception:  # noqa: BLE001
+        return RuntimeError(f"in the LoRA worker: {type(err).__name__}: {err}\n{tb}")
+    if hasattr(err, "add_note"):  # Python >= 3.11
+        err.add_note(f"in the LoRA worker process:\n{tb}")
+    return err
+
+
+class LoraWorker:
+    """One side process for every LoRA training of a run (``with LoraWorker() as w: ...``).
+
+    ``while_waiting``: something the caller needs later and can do while it would otherwise
+    wait for a reply (run once, the first time a reply is not there yet)."""
+
+    def __init__(self, while_waiting: Callable[[], Any] | None = None) -> None:
+        import json
+        import socket
+        import subprocess
+        import sys
+        from multiprocessing.connection import Connection
+
+        ours, theirs = socket.socketpair()
+        with theirs:
+            self._proc = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), str(theirs.fileno())],
+                                          pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+        self._conn = Connection(ours.detach())
+        self._sent = self._received = 0
+        self._replies: dict[int, tuple] = {}
+        self._callbacks: dict[int, Callable] = {}
+        self._while_waiting = while_waiting
+
+    def _request(self, *msg) -> int:
+        self._conn.send(msg)
+        self._sent += 1
+        return self._sent - 1
+
+    def _reply(self, ticket: int):
+        """The reply to request ``ticket`` (replies come in request order; earlier ones are kept
+        until read; each is read once)."""
+        if ticket < self._received and ticket not in self._replies:
+            raise RuntimeError(f"LoRA worker: reply {ticket} was already read")
+        while ticket not in self._replies:
+            if self._while_waiting is not None and not self._conn.poll():
+                todo, self._while_waiting = self._while_waiting, None
+                todo()
+            try:
+                reply = self._conn.recv()
+            except (EOFError, OSError):
+                raise RuntimeError(f"the LoRA worker process exited (status {self._proc.wait()})") from None
+            self._replies[self._received] = reply
+            callback = self._callbacks.pop(self._received, None)
+            self._received += 1
+            if reply[0] and callback is not None:
+                callback(reply[1])
+        ok, value = self._replies.pop(ticket)
+        if not ok:
+            raise value
+        return value
+
+    def train(self, examples, config, out_dir: str, *, progress: bool = True, dev_examples=None,
+              on_trained: Callable[[dict], None] | None = None) -> "RemoteLoraPolicy":
+        """Send ``train_lora_policy(examples, config, out_dir, ...)``; ``on_trained(meta)`` runs when
+        its result is read (by the policy's ``meta`` or ``choose``, or while waiting for a later reply)."""
+        ticket = self._request("train", self._sent, (list(examples), config, out_dir),
+                               {"progress": progress, "dev_examples": dev_examples})
+        if on_trained is not None:
+            self._callbacks[ticket] = on_trained
+        return RemoteLoraPolicy(self, ticket, config)
+
+    def close(self) -> None:
+        """Stop the process now. Whatever it wrote is complete (a training saves its adapter before
+        it replies); a training still running (an error or Ctrl-C left its reply unread) is dropped."""
+        import subprocess
+
+        try:
+            self._proc.terminate()
+            self._proc.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            self._proc.kill()
+            self._proc.wait()
+        finally:
+            self._conn.close()
+
+    def __enter__(self) -> "LoraWorker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class RemoteLoraPolicy:
+    """A ``LoraPolicy`` that lives in the worker: ``meta`` and ``choose`` as the real one."""
+
+    def __init__(self, worker: LoraWorker, ticket: int, config) -> None:
+        self._worker, self._ticket, self.config = worker, ticket, config
+        self._meta: dict | None = None
+        self._error: Exception | None = None
+
+    @property
+    def meta(self) -> dict:
+        """What ``lora_policy.json`` holds (waits for the training; raises its error)."""
+        if self._error is not None:
+            raise self._error
+        if self._meta is None:
+            try:
+                self._meta = self._worker._reply(self._ticket)
+            except Exception as err:
+                self._error = err
+                raise
+        return self._meta
+
+    def choose(self, prompts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[str]:
+        self.meta  # the training's result first (or its error)
+        return self._worker._reply(self._worker._request("choose", self._ticket, list(prompts),
+                                                         [tuple(v) for v in valid_actions]))

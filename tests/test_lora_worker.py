@@ -1,0 +1,44 @@
+"""The LoRA worker (a side process) trains and scores exactly as a training in the caller does,
+and its errors reach the caller."""
+
+import os
+
+import pytest
+
+from controller.lora import LoraPolicyConfig, PolicyExample, train_lora_policy
+from controller.lora_worker import LoraWorker
+
+pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+VALID = ("DIRECT", "FIX", "PROGRAM")
+
+
+def _examples(n):
+    return [PolicyExample(f"pass={'yes' if i % 3 else 'no'}\nround {i % 4}", VALID, "PROGRAM" if i % 3 else "FIX",
+                          1.0 + (i % 5) / 10) for i in range(n)]
+
+
+def test_worker_matches_a_training_in_the_caller_and_raises_its_errors(tmp_path):
+    cfg = LoraPolicyConfig(cache_dir=str(tmp_path / "base"), max_steps=6, batch_size=8, eval_every=3)
+    train, dev = _examples(40), _examples(12)[::-1]
+    prompts, valid = [e.prompt for e in dev], [e.valid_actions[:2 + i % 2] for i, e in enumerate(dev)]
+    here = train_lora_policy(train, cfg, str(tmp_path / "here"), progress=False, dev_examples=dev)
+    seen = []
+    with LoraWorker(while_waiting=lambda: seen.append("waited")) as worker:
+        bad = worker.train([PolicyExample("x", ("DIRECT",), "DIRECT")], cfg, str(tmp_path / "bad"), progress=False)
+        there = worker.train(train, cfg, str(tmp_path / "there"), progress=False, dev_examples=dev,
+                             on_trained=seen.append)
+        assert there.choose(prompts, valid) == here.choose(prompts, valid)  # waits for both trainings
+        with pytest.raises(ValueError, match="no trainable examples"):
+            bad.meta
+        with pytest.raises(ValueError):  # the error stays with its policy
+            bad.choose(prompts, valid)
+        assert there.meta["steps"] == here.meta["steps"] and there.meta["early_stopping"] == here.meta["early_stopping"]
+        assert seen == ["waited", there.meta]  # the wait ran once, the callback with the result
+        pid = worker._proc.pid
+    with open(tmp_path / "here" / "adapter_model.safetensors", "rb") as a, \
+            open(tmp_path / "there" / "adapter_model.safetensors", "rb") as b:
+        assert a.read() == b.read()
+    with pytest.raises(ProcessLookupError):  # closed: the process is gone
+        os.kill(pid, 0)
