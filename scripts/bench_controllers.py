@@ -32,7 +32,6 @@ import shlex
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
@@ -43,18 +42,8 @@ DEFAULT_REF = "e4bc851"
 DEFAULT_TRACES = ROOT / "results" / "foofah" / "fresh_traces.jsonl"
 MEASURED = ("peak_rss_mb", "peak_cuda_mb")  # memory figures: they vary between runs of the same code
 
-
-def export_tree(ref: str, dest: Path) -> Path:
-    """``git archive ref`` unpacked into ``dest/tree`` (the old code, runnable from there)."""
-    proc = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True)
-    if proc.returncode != 0:
-        sys.exit(f"--ref: git archive {ref} failed: {proc.stderr.decode(errors='replace').strip()[:200]}")
-    tar_path = dest / "tree.tar"
-    tar_path.write_bytes(proc.stdout)
-    with tarfile.open(tar_path) as tar:
-        tar.extractall(dest / "tree")
-    tar_path.unlink()
-    return dest / "tree"
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench_synth import export_tree  # noqa: E402  (the old tree, exported the same way)
 
 
 def _tree_rss_mb(pid: int, stop: threading.Event, out: list) -> None:

@@ -117,6 +117,7 @@ def export_tree(ref: str, dest: Path) -> Path:
     proc = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True)
     if proc.returncode != 0:
         sys.exit(f"--ref: git archive {ref} failed: {proc.stderr.decode(errors='replace').strip()[:200]}")
+    dest.mkdir(parents=True, exist_ok=True)
     tar_path = dest / "tree.tar"
     tar_path.write_bytes(proc.stdout)
     with tarfile.open(tar_path) as tar:
