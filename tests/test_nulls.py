@@ -15,6 +15,7 @@ from controller.simulate import InvalidAction, simulate
 from controller.state import visible_state
 from controller.training import TrainingSet, all_state_pairs, full_state_pairs, labelled, reachable_positions
 from tracefactory import ANSWER, WRONG, make_record, make_tree_record
+from tracefactory import ScriptedPolicy
 
 ONE_COL_WRONG = [["5"], ["6"], ["7"]]
 
@@ -24,15 +25,6 @@ def _sample1_right(cid="s/s_1", family="s", split="train"):
     the example's column count wrong, sample 1 is right. The direct answer is wrong."""
     return make_tree_record(cid, family, split, max_repairs=0, chains=[[(True, WRONG)], [(True, ANSWER)]])
 
-
-class _Fixed:
-    name = "fixed"
-
-    def __init__(self, actions):
-        self.actions = actions
-
-    def act(self, states):
-        return [self.actions[s.revealed] for s in states]
 
 
 # ------------------------------------------------------------------ item 6: PROGRAM:j
@@ -74,10 +66,10 @@ def test_oracle_finds_the_right_sample_only_with_program_j():
     assert simulate(Oracle([rec], commit_any=False), [rec])[0]["correct"] is False
     assert "PROGRAM:1" not in action_values(rec, (1, 1), commit_any=False)
     # a fixed sequence through simulate: PROGRAM commits sample 0 (wrong), PROGRAM:1 sample 1 (right)
-    assert simulate(_Fixed(["WRITE", "RESAMPLE", "PROGRAM"]), [rec])[0]["correct"] is False
-    assert simulate(_Fixed(["WRITE", "RESAMPLE", "PROGRAM:1"]), [rec])[0]["correct"] is True
+    assert simulate(ScriptedPolicy(["WRITE", "RESAMPLE", "PROGRAM"]), [rec])[0]["correct"] is False
+    assert simulate(ScriptedPolicy(["WRITE", "RESAMPLE", "PROGRAM:1"]), [rec])[0]["correct"] is True
     with pytest.raises(InvalidAction):  # sample 1 not revealed yet
-        simulate(_Fixed(["WRITE", "PROGRAM:1"]), [rec])
+        simulate(ScriptedPolicy(["WRITE", "PROGRAM:1"]), [rec])
 
 
 def test_commit_any_headroom_counts_the_gained_cases():

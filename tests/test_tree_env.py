@@ -11,6 +11,7 @@ from controller.simulate import InvalidAction, simulate
 from controller.state import commit_choice, visible_state, visible_view
 from tracegen.records import append_record, read_traces, upgrade_record, validate_record
 from tracefactory import ANSWER, WRONG, make_record, make_tree_record
+from tracefactory import ScriptedPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,25 +47,15 @@ def test_commit_rule_majority_then_earliest():
     rec = make_tree_record(chains=[[(True, WRONG)], [(True, ANSWER)], [(True, ANSWER)]])
     assert commit_choice(visible_view(rec, (1, 1))) == 0  # a 1-1 tie goes to the earliest sample
     assert commit_choice(visible_view(rec, (1, 1, 1))) == 1  # two of three agree on ANSWER
-    outs = simulate(_Fixed(["WRITE", "RESAMPLE", "RESAMPLE", "PROGRAM"]), [rec])
+    outs = simulate(ScriptedPolicy(["WRITE", "RESAMPLE", "RESAMPLE", "PROGRAM"]), [rec])
     assert outs[0]["correct"] is True and outs[0]["committed_sample"] == 1
     assert outs[0]["program_generations"] == 3 and outs[0]["resample_actions"] == 2
-    outs = simulate(_Fixed(["WRITE", "RESAMPLE", "PROGRAM"]), [rec])
+    outs = simulate(ScriptedPolicy(["WRITE", "RESAMPLE", "PROGRAM"]), [rec])
     assert outs[0]["correct"] is False and outs[0]["committed_sample"] == 0
     # a passing program whose run on the new input failed ranks below any output
     rec2 = make_tree_record(chains=[[(True, None)], [(True, ANSWER)]])
     assert commit_choice(visible_view(rec2, (1, 1))) == 1
 
-
-class _Fixed:
-    name = "fixed"
-
-    def __init__(self, actions):
-        self.actions = actions
-
-    def act(self, states):
-        # every action before the last reveals one program round, so the step is ``revealed``
-        return [self.actions[s.revealed] for s in states]
 
 
 def test_oracle_searches_the_tree_with_the_cost_weight():
@@ -137,4 +128,4 @@ def test_the_v1_trace_file_loads():
 def test_simulate_refuses_moves_the_trace_does_not_hold():
     rec = make_tree_record(chains=[[(False, None)]], max_repairs=0)
     with pytest.raises(InvalidAction):
-        simulate(_Fixed(["WRITE", "RESAMPLE"]), [rec])
+        simulate(ScriptedPolicy(["WRITE", "RESAMPLE"]), [rec])

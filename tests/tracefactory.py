@@ -60,3 +60,16 @@ def make_tree_record(case_id="fam_t/fam_t_1", family="fam_t", split="train", *, 
         rec["samples"] = [e["rounds"] for e in extra]
         rec["hidden"]["samples"] = [e["hidden"]["rounds"] for e in extra]
     return rec
+
+
+class ScriptedPolicy:
+    """A policy that takes ``actions[k]`` at the state that has revealed k program rounds (every
+    action before the last reveals one round, so ``revealed`` is the step)."""
+
+    name = "fixed"
+
+    def __init__(self, actions):
+        self.actions = actions
+
+    def act(self, states):
+        return [self.actions[s.revealed] for s in states]
