@@ -15,8 +15,8 @@ A big example (input of more than ``SAMPLE_ABOVE`` rows) is searched on its head
 input's first ``SAMPLE_ROWS_HEAD`` rows and the output's leading rows made of the head's words;
 a program is a solution only if it fits the head and reproduces the full example (run
 incrementally from its prefix's kept full tables). When none does, a full-table search takes the
-rest of the budget, seeded with the programs that fit the head. Without a consistent program it returns the closest one it kept (smallest
-distance, then cost), so the emitted code always runs.
+rest of the budget, seeded with the programs that fit the head. Without a consistent program it
+returns the closest one it kept (smallest distance, then cost), so the emitted code always runs.
 ``search`` runs the search and returns an ``Outcome`` (every consistent program, ranked, and every
 state kept, closest first); ``choose`` picks the answer from it, so one search can serve several
 answers (the backend's repairs: the best program not tried yet). ``want`` = j + 1 asks for the j-th
@@ -179,19 +179,6 @@ def choose(found: Outcome, *, exclude=(), want: int = 1, behaviour=None) -> Synt
                        exhausted=want > 1)
 
 
-def search(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s: float | None = None,
-           exclude=(), seeds=(), max_depth: int = 6, shuffle_seed: int | None = None,
-           g_weight: float = G_WEIGHT, want: int = 1, behaviour=None, sample: bool = True) -> Outcome:
-    """The search of ``synthesize`` (same arguments), without choosing a program.
-
-    ``sample``: an example whose input has more than ``SAMPLE_ABOVE`` rows is searched on its first
-    ``SAMPLE_ROWS_HEAD`` rows (see the module docstring); off, the full tables are searched."""
-    with _no_gc():
-        return _run(examples, max_nodes=max_nodes, time_budget_s=time_budget_s, exclude=exclude, seeds=seeds,
-                    max_depth=max_depth, shuffle_seed=shuffle_seed, g_weight=g_weight, want=want,
-                    behaviour=behaviour, sample=sample)
-
-
 @contextmanager
 def _no_gc():
     """The cyclic collector paused: a search allocates states by the hundred thousand, none of
@@ -205,8 +192,14 @@ def _no_gc():
             gc.enable()
 
 
-def _run(examples, *, max_nodes, time_budget_s, exclude, seeds, max_depth, shuffle_seed, g_weight, want,
-         behaviour, sample) -> Outcome:
+@_no_gc()
+def search(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s: float | None = None,
+           exclude=(), seeds=(), max_depth: int = 6, shuffle_seed: int | None = None,
+           g_weight: float = G_WEIGHT, want: int = 1, behaviour=None, sample: bool = True) -> Outcome:
+    """The search of ``synthesize`` (same arguments), without choosing a program.
+
+    ``sample``: an example whose input has more than ``SAMPLE_ABOVE`` rows is searched on its first
+    ``SAMPLE_ROWS_HEAD`` rows (see the module docstring); off, the full tables are searched."""
     t0 = time.perf_counter()
     # the wall-clock cap is off unless asked for (None or <= 0): load must not change the answer
     deadline = t0 + time_budget_s if time_budget_s and time_budget_s > 0 else None
