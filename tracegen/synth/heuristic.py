@@ -31,6 +31,7 @@ Table = list[list[str]]
 PAIR_MEMO = 50_000  # row value sets whose pairs are kept per target
 BIG_ROWS = 64  # target values in a table's rows past which the pairs are counted, not made
 LAYOUT_MEMO = 50_000  # rows' target-value sets whose pair / triple score is kept per target
+LAYOUT_MEMO_ROWS = 200  # ... for tables of at most this many rows
 
 
 @dataclass(frozen=True)
@@ -201,8 +202,10 @@ def _layout(table: Table, tgt: Target) -> float:
     of target values, which most steps (a column moved, dropped or split off) leave as it was,
     so the score is kept per target by those sets."""
     if not (tgt.pairs or tgt.triples):
-        return max(_pair_score([], tgt), _triple_recall([], tgt))
+        return 1.0  # no pairs to make: a perfect pair score
     kept = tuple(map(tgt.values.intersection, table))
+    if len(kept) > LAYOUT_MEMO_ROWS:  # a long table: its keys would cost more memory than they save
+        return max(_pair_score(kept, tgt), _triple_recall(kept, tgt))
     memo = tgt.layout_memo
     got = memo.get(kept)
     if got is None:
