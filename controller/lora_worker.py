@@ -24,31 +24,42 @@ from typing import Any, Callable, Sequence
 # The child's command: the caller's import path first (a checkout run by the script shim finds
 # ``controller`` the same way), then serve on the inherited socket.
 _BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-         "from controller.lora_worker import _main; _main(int(sys.argv[2]))")
+         "from controller.lora_worker import _main; _main(int(sys.argv[2]), int(sys.argv[3]))")
 
 
-def _main(fd: int) -> None:
+def _main(fd: int, nice: int = 0) -> None:
     import os
     import sys
     from multiprocessing.connection import Connection
 
-    _serve(Connection(fd))
+    _serve(Connection(fd), nice)
     # the caller is gone and everything is written: skip the interpreter's teardown of torch
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
 
 
-def _serve(conn) -> None:
-    """The worker's loop: import, then answer "train" and "choose" requests in order until the
-    caller closes its end (or terminates the process)."""
+def _serve(conn, nice: int = 0) -> None:
+    """The worker's loop: import (at ``nice`` more niceness, see ``LoraWorker``), then answer
+    "train" and "choose" requests in order until the caller closes its end (or terminates the
+    process)."""
+    import os
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle; it closes us
+    was = os.getpriority(os.PRIO_PROCESS, 0)
+    if nice > 0:
+        os.nice(nice)
     from controller.lora import train_lora_policy  # noqa: F401  (and what a training needs:)
     import peft  # noqa: F401
     import torch  # noqa: F401
     from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
+
+    if nice > 0:
+        try:  # back to the caller's priority for the trainings; an unprivileged user may not
+            os.setpriority(os.PRIO_PROCESS, 0, was)
+        except PermissionError:
+            pass
 
     policies: dict[int, Any] = {}
     while True:
@@ -91,9 +102,13 @@ class LoraWorker:
     """One side process for every LoRA training of a run (``with LoraWorker() as w: ...``).
 
     ``while_waiting``: something the caller needs later and can do while it would otherwise
-    wait for a reply (run once, the first time a reply is not there yet)."""
+    wait for a reply (run once, the first time a reply is not there yet). ``nice``: niceness added
+    while the worker imports, for a caller that starts it while it keeps every core busy itself
+    (tracing): the imports then take the cores' idle moments instead of slowing the caller. The
+    worker goes back to its starting priority for the trainings where the system lets it (an
+    unprivileged process may not lower its niceness again, so it may stay that much nicer)."""
 
-    def __init__(self, while_waiting: Callable[[], Any] | None = None) -> None:
+    def __init__(self, while_waiting: Callable[[], Any] | None = None, nice: int = 0) -> None:
         import json
         import socket
         import subprocess
@@ -102,7 +117,8 @@ class LoraWorker:
 
         ours, theirs = socket.socketpair()
         with theirs:
-            self._proc = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), str(theirs.fileno())],
+            self._proc = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), str(theirs.fileno()),
+                                           str(max(0, int(nice)))],
                                           pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
         self._conn = Connection(ours.detach())
         self._sent = self._received = 0

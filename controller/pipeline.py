@@ -23,6 +23,8 @@ from tracegen.rollout import RolloutConfig
 from .experiment import POLICY_NAMES, ExperimentConfig, run_experiment
 from .outputs import atomic_write_json, versions, write_predictions
 
+TRACING_NICE = 10  # niceness of the LoRA worker's imports while tracing keeps the cores busy
+
 
 class UsageError(Exception):
     """Bad input: the CLI prints the one-line message and exits with status 2."""
@@ -378,8 +380,9 @@ def run(cfg: RunConfig, log=print) -> dict:
     reuse = cfg.resume or not cfg.generate_traces
     if reuse and not cfg.split_manifest and manifest.exists() and path.exists():
         cfg.split_manifest = str(manifest)  # a resumed or re-analysed run keeps its split
-    # reusing traces: the LoRA worker starts now, importing while the trace file is read and checked
-    worker = _start_lora_worker(cfg) if not cfg.generate_traces else None
+    # the LoRA worker starts now, importing while the trace file is read and checked, or while
+    # tracing runs (then niced: tracing keeps the cores busy, the imports take their idle moments)
+    worker = _start_lora_worker(cfg, nice=TRACING_NICE if cfg.generate_traces else 0)
     backend = None
     try:
         done, records = _check_trace_file(cfg, tcfg, log)
@@ -399,7 +402,7 @@ def run(cfg: RunConfig, log=print) -> dict:
             worker.close()
 
 
-def _start_lora_worker(cfg: RunConfig):
+def _start_lora_worker(cfg: RunConfig, nice: int = 0):
     """The side process that trains the LoRA policies (``controller.lora_worker``), or None."""
     from .experiment import needs_lora_worker
 
@@ -407,7 +410,7 @@ def _start_lora_worker(cfg: RunConfig):
         return None
     from .lora_worker import LoraWorker
 
-    return LoraWorker(while_waiting=_import_plotting)
+    return LoraWorker(while_waiting=_import_plotting, nice=nice)
 
 
 def _import_plotting() -> None:
@@ -420,7 +423,7 @@ def _import_plotting() -> None:
 
 def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, t0, log, worker=None) -> dict:
     """Everything after the read-only checks: splits, traces, controllers, outputs. ``worker``: a
-    started LoRA worker (closed by the caller); a run that traces starts one after tracing."""
+    started LoRA worker (closed by the caller), else one is started after tracing."""
     from sandbox import Sandbox
 
     path = trace_path(cfg)

@@ -2,7 +2,7 @@
 
     python scripts/bench_tree.py                                   # all 250 Foofah files, K = 3
     python scripts/bench_tree.py --program-samples 1               # K = 1 (the quickstart's tracing)
-    python scripts/bench_tree.py --program-samples 1 --train-lora  # the quickstart's whole command
+    python scripts/bench_tree.py --program-samples 1 --train-lora --dagger-iters 0  # the quickstart
     python scripts/bench_tree.py --cases-per-family 1 --ref HEAD~3 # 50 files, against another commit
 
 For each way it makes a fresh CLI run (``--generate-traces``, no generation cache, so every

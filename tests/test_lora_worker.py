@@ -42,3 +42,20 @@ def test_worker_matches_a_training_in_the_caller_and_raises_its_errors(tmp_path)
         assert a.read() == b.read()
     with pytest.raises(ProcessLookupError):  # closed: the process is gone
         os.kill(pid, 0)
+
+
+def test_a_niced_worker_imports_nicer_and_trains_at_the_callers_priority(tmp_path):
+    import time
+
+    cfg = LoraPolicyConfig(cache_dir=str(tmp_path / "base"), max_steps=2, batch_size=8, eval_every=2)
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    with LoraWorker(nice=5) as worker:
+        pid, seen, deadline = worker._proc.pid, set(), time.monotonic() + 30
+        while ours + 5 not in seen and time.monotonic() < deadline:  # the imports take seconds
+            seen.add(os.getpriority(os.PRIO_PROCESS, pid))
+            time.sleep(0.01)
+        assert ours + 5 in seen
+        worker.train(_examples(16), cfg, str(tmp_path / "out"), progress=False).meta  # imported and trained
+        after = os.getpriority(os.PRIO_PROCESS, pid)
+        # back where it started, unless the system refuses an unprivileged process that
+        assert after == ours or (os.geteuid() != 0 and after == ours + 5)
