@@ -1,9 +1,10 @@
 """The search's shortcuts give exactly what the long way gives.
 
 Each shortcut skips work whose result is known another way: the size of an unfold before building
-it, the pair F1 of long rows by counting instead of enumerating, a template kept parsed. Each is
-checked here against the plain computation on random tables, including the edge cases (negative
-or out-of-range columns, empty tables, ragged rows, lazy groups).
+it, the pair F1 of long rows by counting instead of enumerating, a template kept parsed, a kept
+state's pair score left for when it is popped. Each is checked here against the plain computation
+on random tables, including the edge cases (negative or out-of-range columns, empty tables, ragged
+rows, lazy groups), and the lazy search against the eager one on real cases.
 """
 from __future__ import annotations
 
@@ -11,8 +12,13 @@ import random
 import re
 from itertools import combinations
 
+import importlib
+
 import pytest
 
+from cases import load_cases
+from cases.generators.large import large_cases
+from tracegen.synth import choose
 from tracegen.synth import heuristic as H
 from tracegen.synth.library import unfold_cells
 from tracegen.synth.operators import rewrite_cells, unfold
@@ -80,3 +86,55 @@ def test_rewrite_cells_matches_match_expand(pattern, template, cells):
                 row[0] = m.expand(template)
         want.append(row)
     assert got == want
+
+
+def test_lower_bound_is_never_above_the_distance_and_finish_completes_it():
+    rng = random.Random(3)
+    alphabet = ["", "a", "b", "c", "a b", "x", "Total", "1", "2"]
+    for _ in range(3000):
+        tgt = H.Target.of(_table(rng, rng.randint(1, 6), 4, alphabet))
+        table = _table(rng, rng.randint(0, 7), 5, alphabet)
+        max_lost = rng.choice([None, 0, 1, 3])
+        low, lost, parts = H.lower_bound(table, tgt, max_lost)
+        h, lost_too = H.distance(table, tgt, max_lost)
+        assert lost == lost_too
+        if h is None:
+            assert low is None and parts is None and lost > max_lost
+            continue
+        assert low <= h <= low + H.W["pairs"] + 0.25, (table, tgt.table)
+        assert H.finish(table, tgt, parts) == h
+    assert H.distance(tgt.table, tgt) == (0, 0)  # a table equal to its target is at 0
+
+
+def _searches(case_tables, budget):
+    """Both ways of each search: (eager Outcome, lazy Outcome)."""
+    S = importlib.import_module("tracegen.synth.search")
+    for inp, out in case_tables:
+        examples = [(inp, out)]
+        first = choose(S.search(examples, max_nodes=100)).program
+        got = []
+        for lazy in (False, True):
+            S.LAZY = lazy
+            try:
+                got.append(S.search(examples, max_nodes=budget, seeds=[first] if first else []))
+            finally:
+                S.LAZY = True
+        yield got
+
+
+def test_the_lazy_search_finds_what_the_eager_search_finds():
+    """Pair scores finished when a state is popped: the same expansions, nodes, solutions and
+    closest states as finishing every kept state (repair-sized searches, one of them sampled)."""
+    S = importlib.import_module("tracegen.synth.search")
+    foofah = [(c.input_table, c.output_table) for c in load_cases("cases/foofah")[::25]]
+    big = [(c["InputTable"], c["OutputTable"]) for c in large_cases(1, 0)]
+    unsolved = 0
+    for eager, lazy in _searches(foofah + big, 3000):
+        assert (lazy.solutions, lazy.nodes, lazy.found_at, lazy.start_h, lazy.partial) == \
+               (eager.solutions, eager.nodes, eager.found_at, eager.start_h, eager.partial)
+        assert lazy.near == eager.near[:S.NEAR_KEEP]
+        unsolved += not eager.solutions
+        for k in range(3):  # the answer with k programs excluded, as repairs ask
+            tried = [S.program_key(p) for _, p in eager.near[:k]]
+            assert choose(lazy, exclude=tried).program == choose(eager, exclude=tried).program
+    assert unsolved  # a search that runs out its budget (the case the laziness is for) was compared

@@ -147,6 +147,17 @@ def distance(table: Table, tgt: Target, max_lost: int | None = None) -> tuple[fl
     """(estimated remaining work, number of lost target values); (0, 0) iff equal. With
     ``max_lost``, a table losing more than that many values gets ``(None, lost)`` without the
     layout terms: the search prunes it anyway, so they are not worth computing."""
+    _, lost, parts = lower_bound(table, tgt, max_lost)
+    if parts is None:
+        return None, lost
+    return finish(table, tgt, parts), lost
+
+
+def lower_bound(table: Table, tgt: Target, max_lost: int | None = None) -> tuple[float | None, int, float | None]:
+    """``distance`` without its last term, the pair score (the dearest): (a lower bound of its
+    h, lost, the sum ``finish`` completes). That sum is the whole sum's own first four terms and
+    the term left out is never negative, so the bound is never above the distance, and adding
+    the term gives the same float. With ``max_lost`` exceeded: ``(None, lost, None)``."""
     counts: dict = {}
     _count_elements(counts, chain.from_iterable(table))  # Counter's own C loop, without its checks
     counts.pop("", None)
@@ -179,7 +190,7 @@ def distance(table: Table, tgt: Target, max_lost: int | None = None) -> tuple[fl
                 missing += need
                 lost += value not in tgt.insertable
     if max_lost is not None and lost > max_lost:
-        return None, lost
+        return None, lost, None
     # surplus copies of target values (a fill before an unfold) cost less than foreign cells
     extra = sum(counts.values()) - matched - surplus
     content = (missing + W["extra"] * extra + W["surplus"] * surplus) / tgt.n_cells
@@ -190,11 +201,16 @@ def distance(table: Table, tgt: Target, max_lost: int | None = None) -> tuple[fl
     cols_missing = len(tgt.cols) if n_rows != tgt.n_rows else len(tgt.cols.difference(columns(table)))
     col_miss = cols_missing / max(len(tgt.cols), 1)
     shape = W["shape"] * ((n_rows != tgt.n_rows) + (n_cols != tgt.n_cols))
-    h = W["content"] * content + W["rows"] * row_miss + W["cols"] * col_miss + shape \
-        + W["pairs"] * (1.0 - _layout(table, tgt))
+    low = W["content"] * content + W["rows"] * row_miss + W["cols"] * col_miss + shape
+    return low, lost, low
+
+
+def finish(table: Table, tgt: Target, low: float) -> float:
+    """The distance's h from ``lower_bound``'s sum: the pair term added last, as the whole sum does."""
+    h = low + W["pairs"] * (1.0 - _layout(table, tgt))
     if h == 0 and tuple(map(tuple, table)) != tgt.table:
         h = 0.25  # same cells, rows and columns, yet not equal (order): keep it above a solution
-    return h, lost
+    return h
 
 
 def _layout(table: Table, tgt: Target) -> float:

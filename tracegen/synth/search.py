@@ -24,7 +24,12 @@ program distinct in ``behaviour`` (the backend: output on the new input); ``want
 the plain search.
 Speed without changing the result: the distance skips its layout terms for states the search
 prunes anyway (they lose a target value), counts values by set operations, reads the state's
-hashable rows (the seen-set key) and keeps its pair / triple score per rows' value sets; the
+hashable rows (the seen-set key) and keeps its pair / triple score per rows' value sets; with
+``want`` = 1 a kept state's pair score waits until the state is popped (it enters the frontier
+by the rest of its distance, a lower bound, and goes back in line if the finished distance puts
+it behind another: the same states are expanded in the same order, and most kept states are
+never popped) and the Outcome keeps the ``NEAR_KEEP`` closest states, the only ones whose score
+is finished at the end; the
 library works out each column's parameters once per search; an unfold too big to keep is counted
 as a node without being built; the frontier is a heap of plain tuples; and the cyclic garbage
 collector is paused for the search (none of its states form cycles). tests/test_synth_shortcuts.py
@@ -44,7 +49,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .codegen import emit_code
-from .heuristic import Target, distance
+from .heuristic import Target, finish, lower_bound
 from .library import apply_step, propose, step_cost, unfold_cells
 from .program import Program, program_key
 
@@ -59,6 +64,8 @@ SAMPLE_MIN_FIT = 0.5  # a head fit makes at least this share of the output rows 
 SAMPLE_CHECKS = 64  # full-table checks a sampled search may run
 SAMPLE_KEEP = 16  # programs whose full tables a sampled search keeps
 SAMPLE_SEEDS = 4  # head-fitting programs that seed the full search when none fits the whole
+NEAR_KEEP = 64  # closest states an Outcome keeps when the distances are finished lazily (want = 1)
+LAZY = True  # finish a kept state's distance only when it is popped (same search; tests turn it off)
 _WORDS = re.compile(r"\w+")
 
 
@@ -89,7 +96,9 @@ class Outcome:
     """Everything one search found, before a program is chosen (what the backend caches)."""
 
     solutions: list  # (cost, steps, key, program) of the consistent programs, one per key, ranked
-    near: list  # (h, program) of every state kept, closest first (distance, cost, order)
+    near: list  # (h, program) of the states kept, closest first (distance, cost, order): every
+    # one, or with ``want`` = 1 the ``NEAR_KEEP`` closest (``choose`` then reads past at most
+    # ``NEAR_KEEP`` - 1 excluded programs)
     nodes: int
     cut_by_time: bool
     start_h: float  # distance of the inputs themselves
@@ -268,28 +277,43 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
     oversize = max(limit, sum(len(r) for _, out in (full or examples) for r in out))
     rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
     order = itertools.count()
-    # (f, order, program, tables, g, h, lost): plain tuples, compared in C by (f, order) alone
+    # (f, order, program, tables, g, h, lost, key, parts): plain tuples, compared in C by (f, order)
+    # alone; with parts, h is the lower bound ``heuristic.lower_bound`` and f follows from it
     frontier: list[tuple] = []
+    lazy = LAZY and want == 1  # want > 1 walks the closest states far down: all finished then
+    finished: dict = {}  # order -> h of the lazily kept states finished when popped
     seen: set = set()
-    tried: list[tuple] = []  # (h, g, order, program) of every state kept: near-miss candidates
+    tried: list[tuple] = []  # (h, g, order, program, key, parts) of every state kept: near-miss candidates
     solutions: list[tuple] = []  # (cost, steps, key, program)
     found_at: dict = {}
     partial: list = []  # with ``full``: programs that fit the head but not the whole example
     nodes, cut, stop_at, cheapest_first, bound = 0, False, None, False, None
     checker = _FullCheck(full) if full is not None else None
 
-    def score(tables, max_lost=None):
-        """(h, lost) summed over the examples; h is None once lost passes ``max_lost``."""
+    def low(tables, max_lost=None):
+        """(lower bound of h, lost, parts) summed over the examples (``heuristic.lower_bound``);
+        parts is None once lost passes ``max_lost``."""
         if len(tables) == 1:  # one example, the usual case
-            return distance(tables[0], targets[0], max_lost)
-        total, lost = 0.0, 0
+            b, lost, parts = lower_bound(tables[0], targets[0], max_lost)
+            return b, lost, None if parts is None else (parts,)
+        total, lost, parts = 0.0, 0, []
         for t, tgt in zip(tables, targets):
-            h, k = distance(t, tgt, None if max_lost is None else max_lost - lost)
+            b, k, p = lower_bound(t, tgt, None if max_lost is None else max_lost - lost)
             lost += k
-            if h is None:
-                return None, lost
-            total += h
-        return total, lost
+            if p is None:
+                return None, lost, None
+            total += b
+            parts.append(p)
+        return total, lost, tuple(parts)
+
+    def exact(tables, parts) -> float:
+        """h summed over the examples, from ``low``'s parts (the terms in the same order)."""
+        if len(tables) == 1:
+            return finish(tables[0], targets[0], parts[0])
+        total = 0.0
+        for t, tgt, p in zip(tables, targets, parts):
+            total += finish(t, tgt, p)
+        return total
 
     def solved(tables, key, program) -> bool:
         if checker is None:
@@ -328,13 +352,16 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
         if key in seen or sum(map(len, chain.from_iterable(tables))) > limit:
             return
         seen.add(key)
-        h, lost = score(key, parent_lost)
+        h, lost, parts = low(key, parent_lost)
         if parent_lost is not None and lost > parent_lost:
             return
+        rest = parts if lazy else None  # h stays a bound until the state is popped (if ever)
+        if rest is None:
+            h = exact(key, parts)
         f = h + g_weight * g if not cheapest_first else g * 100.0 + h
         n = next(order)
-        tried.append((h, g, n, program))
-        heapq.heappush(frontier, (f, n, program, tables, g, h, lost))
+        tried.append((h, g, n, program, key, rest))
+        heapq.heappush(frontier, (f, n, program, tables, g, h, lost, key, rest))
 
     consider(inputs, (), 0.0, None)
     for seed in seeds:
@@ -351,9 +378,15 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
     while frontier and nodes < max_nodes and not cut:
         if stop_at is not None and nodes >= stop_at:
             break
-        _, _, program, states, g, _, lost = heapq.heappop(frontier)
+        f, n, program, states, g, _, lost, key, rest = heapq.heappop(frontier)
         if len(program) >= max_depth or (bound is not None and g + 1.0 > bound + 1e-9):
-            continue
+            continue  # skipped the same whenever popped: depth is fixed, the bound only falls
+        if rest is not None:  # its h was a lower bound: finish it, and back in line unless still first
+            h = finished[n] = exact(key, rest)
+            exact_f = h + g_weight * g if not cheapest_first else g * 100.0 + h
+            if exact_f > f:
+                heapq.heappush(frontier, (exact_f, n, program, states, g, h, lost, key, None))
+                continue
         steps = propose(states[0], targets[0])
         if rng is not None:
             steps = list(steps)
@@ -374,9 +407,29 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
                 continue
             consider(tables, program + (step,), g + step_cost(*step), lost)
 
-    near = [(t[0], t[3]) for t in sorted(tried, key=lambda t: t[:3])]
+    near = _closest(tried, finished, exact, NEAR_KEEP if lazy else len(tried))
     ranked = sorted({sol[2]: sol for sol in solutions}.values(), key=lambda sol: sol[:3])
-    return Outcome(ranked, near, nodes, cut, score(inputs)[0], 0.0, found_at, partial=partial)
+    return Outcome(ranked, near, nodes, cut, exact(inputs, low(inputs)[2]), 0.0, found_at, partial=partial)
+
+
+def _closest(tried, finished: dict, exact, keep: int) -> list:
+    """(h, program) of the ``keep`` closest kept states by (h, cost, order), finishing only the
+    distances that can still decide them. ``tried`` holds (h or its lower bound, g, order,
+    program, key, parts): a state is placed once no state left, taken in the order of its bounds,
+    can come before it (a bound is never above its distance)."""
+    out: list = []
+    ready: list = []  # finished states, a heap by (h, g, order)
+    for h, g, n, program, key, rest in sorted(tried, key=lambda t: t[:3]):
+        while ready and ready[0][:3] < (h, g, n) and len(out) < keep:
+            out.append(heapq.heappop(ready))
+        if len(out) == keep:
+            break
+        if rest is not None:
+            h = finished[n] if n in finished else exact(key, rest)
+        heapq.heappush(ready, (h, g, n, program))
+    while ready and len(out) < keep:
+        out.append(heapq.heappop(ready))
+    return [(h, program) for h, _, _, program in out]
 
 
 class _FullCheck:
