@@ -7,7 +7,9 @@ null baselines, the other policies' simulations and the statistics need none of 
 caller's ``__main__`` is never re-imported) that imports those libraries as soon as it starts and
 then serves requests over a socket pair, in order: ``train`` sends a training and returns at once
 with a ``RemoteLoraPolicy``, whose ``meta`` and ``choose`` wait for that training to finish.
-Requests and replies are small (states' texts, chosen actions, the training's ``meta``).
+Requests and replies are small (states' texts, chosen actions, the training's ``meta``). A run
+that traces starts its worker before tracing, the imports niced (``LoraWorker(nice=...)``), so
+that they use the moments the synthesizer's pool leaves a core idle.
 
 The worker calls the same ``train_lora_policy`` with the same arguments (its seeds, thread count
 and deterministic algorithms are set inside it), so the adapter it writes and every score it
