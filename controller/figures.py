@@ -174,11 +174,11 @@ def _compute(ax, summary: Mapping) -> None:
     at: dict[tuple, list[str]] = {}
     for policy, r in rows:
         at.setdefault((round(cost_per_case(r, cost), 6), round(_acc(r) or 0.0, 6)), []).append(policy)
-    colors = __import__("matplotlib").colormaps["tab10"]
+    colors = palette(len(at))
     for k, ((x, y), names) in enumerate(sorted(at.items())):
         oracle = ORACLE in names
         label = ", ".join(n + (" (hindsight)" if n == ORACLE else "") for n in names)
-        ax.scatter([x], [y], marker="*" if oracle else "o", s=160 if oracle else 50, color=colors(k % 10),
+        ax.scatter([x], [y], marker="*" if oracle else "o", s=160 if oracle else 50, color=colors[k],
                    edgecolor="black", zorder=3, label=label)
     for learner, front in (summary.get("frontier") or {}).items():
         if front.get("cost", "generations") != cost:
@@ -264,6 +264,15 @@ def _panel(ax, split: str, unit: str, block: Mapping, colors: Mapping[str, objec
     ax.grid(alpha=0.25)
 
 
+def palette(n: int) -> list:
+    """``n`` colours, all different up to twenty: tab10, or tab20 for more than ten (a study has
+    a dozen policies or so; with tab10 alone the eleventh took the first one's colour)."""
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if n <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
 def draw_cost_panels(summary: Mapping, plt):
     """Accuracy vs cost, one panel per (split, unit); one legend outside the panels, on the right.
     None when the summary has no routing key (older summaries: the single-panel figure)."""
@@ -275,8 +284,7 @@ def draw_cost_panels(summary: Mapping, plt):
     fig, axes = plt.subplots(len(splits), len(units), figsize=(4.6 * len(units) + 3.2, 3.9 * len(splits)),
                              squeeze=False)
     names = ordered_policies({p: 1 for _, _, b in panels for p in b["points"]})
-    cmap = __import__("matplotlib").colormaps["tab10"]
-    colors = {p: cmap(i % 10) for i, p in enumerate(names)}
+    colors = dict(zip(names, palette(len(names))))
     r = summary["routing"]
     for i, split in enumerate(splits):
         for j, unit in enumerate(units):

@@ -1,7 +1,7 @@
 """report.md rendering and the five figures, from hand-built summaries."""
 import os
 
-from controller.figures import FIGURE_NAMES, cost_per_case, write_figures
+from controller.figures import FIGURE_NAMES, cost_per_case, palette, write_figures
 from controller.report import render_report, write_report
 from controller.stats import paired_tests, summarize_outcomes
 
@@ -183,3 +183,8 @@ def test_seed_claims_need_every_seed():
     claims = seed_claims(full)
     assert any("not at every seed" in c and "no claim" in c for c in claims)
     assert not any("better than `direct_only`" in c for c in claims)
+
+
+def test_every_policy_gets_its_own_colour():
+    for n in (3, 10, 11, 14, 20):
+        assert len(set(palette(n))) == n
