@@ -42,10 +42,11 @@ def run_cv(records, cfg, log=print, fold_seed: int | None = None) -> dict:
         test = [r for r in recs if r["split"] == "test"]
 
         memo: dict = {}  # this fold's records: every policy walks the same states
-        rule, _ = select_rule(labelled(full_state_pairs(train, memo)), dev, dev_scorer(memo), seed=cfg.seed)
+        rule, _ = select_rule(labelled(full_state_pairs(train, memo), cost=cfg.cost), dev, dev_scorer(memo),
+                              seed=cfg.seed)
         policies = {name: cls() for name, cls in FIXED_POLICIES.items()}
         policies["learned_rule"] = rule
-        policies["oracle_seq"] = Oracle(test)
+        policies["oracle_seq"] = Oracle(test, cost=cfg.cost)  # labels and oracle in the run's --cost
         res = {}
         for name, pol in policies.items():
             outs = [dict(o, fold=i) for o in simulate(pol, test, memo=memo)]

@@ -88,3 +88,31 @@ def test_dev_tie_rule():
     assert dev_tie(same)
     assert not dev_tie(dict(same, logistic={"dev_accuracy": 1.0, "dev_program_generations": 40}))
     assert not dev_tie({"stump": same["stump"]})  # one candidate: nothing to tie with
+
+
+def test_cv_labels_and_oracle_use_the_run_cost():
+    """A case two paths solve, a repair (40,000 search nodes) or a second sample (100): one
+    generation each, so only the work cost prefers the sample. CV must rank them by ``--cost``."""
+    from controller.cv import run_cv
+    from controller.policies import Oracle
+    from controller.simulate import simulate
+    from tracefactory import make_tree_record
+
+    recs = []
+    for f in range(6):
+        for c in range(2):
+            r = make_tree_record(f"fam{f}/fam{f}_{c}", f"fam{f}", "train",
+                                 chains=[[(False, None), (True, ANSWER)], [(True, ANSWER)]])
+            for chain in (r["rounds"], *r["samples"]):
+                for i, rnd in enumerate(chain):
+                    rnd["search_nodes"] = 100 if i == 0 else 40000
+            recs.append(r)
+    actions = {}
+    for cost in ("generations", "work"):
+        cv = run_cv(recs, ExperimentConfig(cv_folds=3, cost=cost, progress=False), log=lambda *a: None)
+        pooled = {o["case_id"]: o["actions"] for o in cv["pooled_outcomes"]["oracle_seq"]}
+        whole = {o["case_id"]: o["actions"] for o in simulate(Oracle(recs, cost=cost), recs)}
+        assert pooled == whole, cost  # the hindsight oracle of a case does not depend on the fold
+        actions[cost] = whole
+    assert actions["generations"] != actions["work"]  # the two costs do rank the paths differently
+    assert all("RESAMPLE" in a and "FIX" not in a for a in actions["work"].values())
