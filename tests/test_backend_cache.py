@@ -58,6 +58,27 @@ def test_only_misses_go_to_the_backend_in_one_batch_and_in_order(tmp_path):
     assert [c.text for c in out] == [c.text for c in CountingBackend(b.config).generate(reqs)]
 
 
+def test_a_streaming_backend_streams_through_the_cache(tmp_path):
+    class Streaming(CountingBackend):
+        streams = True
+
+        def generate_iter(self, requests):  # last first, as a pool may finish them
+            yield from reversed(list(enumerate(self.generate(requests))))
+
+    cfg = BackendConfig(name="counting", model="m")
+    reqs = _requests(4)
+    first = CachedBackend(Streaming(cfg), str(tmp_path))
+    first.generate(reqs[:2])  # two hits for the next call
+    assert first.streams
+    got = list(first.generate_iter(reqs))
+    assert [i for i, _ in got] == [0, 1, 3, 2]  # the hits, then the misses as they come
+    assert [c.cached for _, c in got] == [True, True, False, False]
+    assert len(first.inner.batches[-1]) == 2  # only the misses were generated
+    again = CachedBackend(Streaming(cfg), str(tmp_path))
+    assert sorted((i, c.text) for i, c in again.generate_iter(reqs)) == sorted((i, c.text) for i, c in got)
+    assert again.inner.batches == [] and again.hits == 4  # each was stored as it came
+
+
 @pytest.mark.parametrize("change", [
     dict(temperature=0.7), dict(top_p=0.9), dict(seed=1), dict(max_new_tokens=99),
     dict(enable_thinking=True), dict(model="other"), dict(load_in_4bit=True),
@@ -128,3 +149,24 @@ def test_a_whole_rollout_rerun_generates_nothing(tmp_path):
     assert backends[1].inner.batches == [] and backends[1].hits == backends[0].misses
     drop = lambda recs: [{k: v for k, v in r.items() if k != "totals"} | {"rounds": [r2["raw"] for r2 in r["rounds"]]} for r in recs]
     assert drop(records[0]) == drop(records[1])
+
+
+def test_the_run_memo_streams_each_new_request_once_and_remembers_it():
+    from tracegen.probe import Memo
+
+    class Streaming(CountingBackend):
+        streams = True
+
+        def generate_iter(self, requests):
+            yield from reversed(list(enumerate(self.generate(requests))))
+
+    memo = Memo(Streaming(BackendConfig(name="counting", model="m")))
+    reqs = _requests(3)
+    reqs.insert(2, reqs[0])  # the same request twice in one batch
+    assert memo.streams
+    got = dict(memo.generate_iter(reqs))
+    assert sorted(got) == [0, 1, 2, 3] and got[2].text == got[0].text
+    assert [len(b) for b in memo.inner.batches] == [3]  # each new request generated once
+    again = dict(memo.generate_iter(reqs))
+    assert {i: c.text for i, c in again.items()} == {i: c.text for i, c in got.items()}
+    assert [len(b) for b in memo.inner.batches] == [3]  # remembered: nothing generated

@@ -218,18 +218,26 @@ def test_waves_in_slices_report_cases_as_they_finish_and_change_no_record():
 
     cases = [Case(f"f{i}/f{i}_0" if i == 0 else f"f{i}/f{i}_{i}", f"f{i}", [["a", "1"], ["b", "2"]], [["a"], ["b"]],
                   [["c", "3"]], [["c"]]) for i in range(5)]
+    class Streaming(Scripted):
+        """The same answers, handed out last request first, the way a pool finishes them."""
+        streams = True
+
+        def generate_iter(self, requests):
+            comps = self.generate(requests)
+            yield from reversed(list(enumerate(comps)))
+
     records, reports = {}, {}
     with Sandbox(workers=1) as sb:
-        for size in (0, 3):
-            backend, heard = Scripted(), []
+        for name, size, make in ((0, 0, Scripted), (3, 3, Scripted), ("stream", 3, Streaming)):
+            backend, heard = make(), []
             cfg = RolloutConfig(max_repairs=2, program_samples=2, progress=False, request_slice=size)
-            records[size] = trace_cases(cases, {}, backend, sb, cfg, lambda n, stage: heard.append((n, stage)))
-            reports[size] = (backend.calls, heard)
-    for r in records[0] + records[3]:  # sandbox timings differ from run to run
+            records[name] = trace_cases(cases, {}, backend, sb, cfg, lambda n, stage: heard.append((n, stage)))
+            reports[name] = (backend.calls, heard)
+    for r in records[0] + records[3] + records["stream"]:  # sandbox timings differ from run to run
         del r["totals"]["sandbox_ms"]
         for rnd in r["rounds"] + [x for s in r.get("samples", []) for x in s]:
             rnd["visible"]["wall_ms"] = rnd["test"]["wall_ms"] = 0
-    assert records[0] == records[3]
+    assert records[0] == records[3] == records["stream"]
     calls, heard = reports[0]
     assert calls == [5, 10, 9]  # direct, WRITE for 2 samples x 5 cases, FIX for the 9 failing chains
     calls, heard = reports[3]
@@ -237,3 +245,8 @@ def test_waves_in_slices_report_cases_as_they_finish_and_change_no_record():
     # no case is done after WRITE (every case has a failing sample); all 5 are done after round 1
     assert sum(n for n, s in heard if s == "first programs") == 0
     assert sum(n for n, s in heard if s == "repair round 1") == 5 == sum(n for n, _ in heard)
+    # a streaming backend gets each round whole and is checked 3 answers at a time as they come
+    calls, heard = reports["stream"]
+    assert calls == [3, 2, 10, 9]
+    assert [s for _, s in heard].count("repair round 1") == 1 + 3  # the stage's start, then 9 answers by 3
+    assert sum(n for n, _ in heard) == 5

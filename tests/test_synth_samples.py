@@ -122,6 +122,22 @@ def test_pool_gives_the_serial_answers_in_order():
         [(c.text, c.search_nodes, c.finish_reason) for c in parallel]
 
 
+def test_pool_streams_every_answer_once_and_a_caller_may_stop_early():
+    reqs = [GenerationRequest("write", MESSAGES, t, sample=j) for t in (CRIME, ROWS) for j in range(3)]
+    reqs.insert(2, GenerationRequest("direct", MESSAGES, ROWS))
+    serial = SynthBackend(BackendConfig(extra={"synth_workers": 1})).generate(reqs)
+    with SynthBackend(BackendConfig(extra={"synth_workers": 2})) as pooled:
+        streamed = list(pooled.generate_iter(reqs))
+        assert sorted(i for i, _ in streamed) == list(range(len(reqs)))  # each request once
+        assert streamed[0][0] == 2  # the direct guess does not wait for the searches
+        got = dict(streamed)
+        assert [(got[i].text, got[i].search_nodes) for i in range(len(reqs))] == \
+            [(c.text, c.search_nodes) for c in serial]
+        for _ in pooled.generate_iter(reqs):  # a caller that stops after one answer
+            break
+        assert [c.text for c in pooled.generate(reqs)] == [c.text for c in serial]  # the pool still serves
+
+
 # ---------------------------------------------------------------- the distance, against its spec
 
 def _reference_distance(table, tgt):

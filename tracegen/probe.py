@@ -9,6 +9,7 @@ instead be fixed with ``--split-manifest``.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Iterator
 
 from cases import Case
 
@@ -30,12 +31,37 @@ class Memo(Backend):
     def model_name(self) -> str:
         return self.inner.model_name
 
+    @property
+    def streams(self) -> bool:
+        return self.inner.streams
+
+    @staticmethod
+    def _key(r: GenerationRequest) -> tuple:
+        return r.kind, r.task.case_id, r.round, r.sample, r.previous_code
+
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
-        keys = [(r.kind, r.task.case_id, r.round, r.sample, r.previous_code) for r in requests]
+        keys = [self._key(r) for r in requests]
         todo = {k: r for k, r in zip(keys, requests) if k not in self._memo}
         if todo:
             self._memo.update(zip(todo, self.inner.generate(list(todo.values()))))
         return [replace(self._memo[k]) for k in keys]
+
+    def generate_iter(self, requests: list[GenerationRequest]) -> Iterator[tuple[int, Completion]]:
+        """The remembered answers first, then the inner backend's as they finish."""
+        keys = [self._key(r) for r in requests]
+        todo: dict[tuple, list[int]] = {}  # each new key once, with every request that asks it
+        for i, k in enumerate(keys):
+            if k in self._memo:
+                yield i, replace(self._memo[k])
+            else:
+                todo.setdefault(k, []).append(i)
+        if not todo:
+            return
+        firsts = [ids[0] for ids in todo.values()]
+        for j, comp in self.inner.generate_iter([requests[i] for i in firsts]):
+            self._memo[keys[firsts[j]]] = comp
+            for i in todo[keys[firsts[j]]]:
+                yield i, replace(comp)
 
     def close(self) -> None:
         self.inner.close()

@@ -34,9 +34,11 @@ class RolloutConfig:
     progress: bool = True
     program_samples: int = 1  # independent program samples per case, each repaired (K > 1 adds ``samples``)
     repair_history: bool = False  # FIX prompts show every earlier attempt of the sample, not just the latest
-    # requests per backend call within a wave (0: the whole wave in one call). Smaller slices let
-    # progress advance as cases finish; batching backends (hf, vllm) want whole waves, and hf's
-    # batch composition (so its sampling seeds) follows the call, so only synth slices by default.
+    # requests per backend call within a wave (0: the whole wave in one call); with a backend that
+    # streams its answers (synth), the whole wave goes in one call and this many answers at a time
+    # are checked and counted. Smaller slices let progress advance as cases finish; batching
+    # backends (hf, vllm) want whole waves, and hf's batch composition (so its sampling seeds)
+    # follows the call, so only synth slices by default.
     request_slice: int = 0
 
 
@@ -97,11 +99,10 @@ def _direct_wave(backend: Backend, attempts: list[_Attempt]) -> None:
         }
 
 
-def _run_programs(backend: Backend, sandbox, attempts: list[_Attempt], reqs: list[GenerationRequest],
-                  cfg: RolloutConfig) -> list[tuple[dict, object]]:
-    """Generate one program per request, run each on the public example and the new input in one
-    sandbox batch, and return (round dict, repair feedback or None) per request."""
-    comps = backend.generate(reqs)
+def _check_programs(sandbox, attempts: list[_Attempt], reqs: list[GenerationRequest], comps: list,
+                    cfg: RolloutConfig) -> list[tuple[dict, object]]:
+    """Run each completion's program on the public example and the new input in one sandbox
+    batch, and return (round dict, repair feedback or None) per request."""
     parsed = [parse_code(c.text) for c in comps]
     jobs, owners = [], []
     for i, (a, p) in enumerate(zip(attempts, parsed)):
@@ -138,9 +139,13 @@ def _run_programs(backend: Backend, sandbox, attempts: list[_Attempt], reqs: lis
 
 
 def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]], rnd: int,
-                  cfg: RolloutConfig) -> None:
+                  cfg: RolloutConfig, group: int = 0):
     """Round ``rnd`` for every (case, sample) chain: WRITE at round 0, else FIX with the chain's last
-    feedback. Sample j's requests carry ``sample=j`` (its own seed / j-th distinct program)."""
+    feedback. Sample j's requests carry ``sample=j`` (its own seed / j-th distinct program).
+
+    Yields the chains that got their round, in groups: with a backend that streams
+    (``Backend.streams``), every ``group`` completions (0: all) are checked in the sandbox as they
+    come, while the backend works on the rest; otherwise all at once after one ``generate``."""
     reqs = []
     for a, ch in items:
         if rnd == 0:
@@ -150,10 +155,19 @@ def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]
             msgs = round_messages(a.task, ch.rounds, rnd, cfg.repair_history)  # the one prompt builder
             reqs.append(GenerationRequest("fix", msgs, a.task, round=rnd, previous_code=prev,
                                           feedback=ch.feedback, sample=ch.sample))
-    results = _run_programs(backend, sandbox, [a for a, _ in items], reqs, cfg)
-    for (_, ch), (rnd_dict, feedback) in zip(items, results):
-        ch.rounds.append(rnd_dict)
-        ch.feedback = feedback
+    batch: list = []
+    for k, (i, comp) in enumerate(backend.generate_iter(reqs)):
+        batch.append((i, comp))
+        if len(batch) < group and k + 1 < len(reqs):
+            continue
+        got = [items[i] for i, _ in batch]
+        results = _check_programs(sandbox, [a for a, _ in got], [reqs[i] for i, _ in batch],
+                                  [c for _, c in batch], cfg)
+        for (_, ch), (rnd_dict, feedback) in zip(got, results):
+            ch.rounds.append(rnd_dict)
+            ch.feedback = feedback
+        batch = []
+        yield got
 
 
 def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig) -> dict:
@@ -194,6 +208,10 @@ def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, s
     report(0, "direct answers")
     for part in _slices(chunk, cfg.request_slice):
         _direct_wave(backend, part)
+    # a streaming backend gets a whole round at once (its pool stays busy across what a slice
+    # would end) and is checked in groups of ``request_slice`` as it answers; another backend gets
+    # one call per slice
+    calls = 0 if backend.streams else cfg.request_slice
     # sample-major order: with K = 1 every wave is exactly the pilot's batch
     active = [(a, a.chains[j]) for j in range(max(cfg.program_samples, 1)) for a in chunk]
     open_chains = {id(a): len(a.chains) for a in chunk}
@@ -202,14 +220,14 @@ def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, s
             break
         stage = "first programs" if rnd == 0 else f"repair round {rnd}"
         report(0, stage)
-        for part in _slices(active, cfg.request_slice):
-            _program_wave(backend, sandbox, part, rnd, cfg)
-            finished = 0
-            for a, ch in part:  # a chain ends when it passes or has used its last repair
-                if ch.solved_visible or rnd == cfg.max_repairs:
-                    open_chains[id(a)] -= 1
-                    finished += open_chains[id(a)] == 0
-            report(finished, stage)
+        for part in _slices(active, calls):
+            for got in _program_wave(backend, sandbox, part, rnd, cfg, group=cfg.request_slice):
+                finished = 0
+                for a, ch in got:  # a chain ends when it passes or has used its last repair
+                    if ch.solved_visible or rnd == cfg.max_repairs:
+                        open_chains[id(a)] -= 1
+                        finished += open_chains[id(a)] == 0
+                report(finished, stage)
         active = [(a, ch) for a, ch in active if not ch.solved_visible]
     return [_record(a, backend, cfg) for a in chunk]
 

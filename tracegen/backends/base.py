@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Iterator, Literal
 
 Table = list[list[str]]
 RequestKind = Literal["direct", "write", "fix"]
@@ -125,9 +125,18 @@ class Backend(ABC):
     def model_name(self) -> str:
         return self.config.model or self.name
 
+    # True when ``generate_iter`` hands out answers as they finish (the rollout then sends a whole
+    # wave at once and checks answers while the rest are made)
+    streams: bool = False
+
     @abstractmethod
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
         """Return one completion per request, in input order."""
+
+    def generate_iter(self, requests: list[GenerationRequest]) -> Iterator[tuple[int, Completion]]:
+        """(index, completion) for every request, in the order they finish; by default all of
+        them, in input order, once ``generate`` returns."""
+        yield from enumerate(self.generate(requests))
 
     def identity(self) -> dict:
         """What pins the model beyond its name (a config hash, a served model's id and root);

@@ -24,6 +24,7 @@ import json
 import os
 import tempfile
 from dataclasses import asdict, fields
+from typing import Iterator
 
 from .base import Backend, Completion, GenerationRequest, PartialGeneration
 
@@ -118,12 +119,21 @@ class CachedBackend(Backend):
                 os.unlink(tmp)
             raise
 
-    def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
+    @property
+    def streams(self) -> bool:
+        return self.inner.streams
+
+    def _lookup(self, requests: list[GenerationRequest]) -> tuple[list[str], list, list[int]]:
+        """(keys, cached completion or None per request, indices of the misses); counts both."""
         keys = [self.key(r) for r in requests]
         out: list[Completion | None] = [self._load(k) for k in keys]
         missing = [i for i, c in enumerate(out) if c is None]
         self.hits += len(requests) - len(missing)
         self.misses += len(missing)
+        return keys, out, missing
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
+        keys, out, missing = self._lookup(requests)
         if missing:
             try:
                 fresh = self.inner.generate([requests[i] for i in missing])
@@ -138,6 +148,23 @@ class CachedBackend(Backend):
                 self._store(keys[i], c)
                 out[i] = c
         return out  # type: ignore[return-value]
+
+    def generate_iter(self, requests: list[GenerationRequest]) -> Iterator[tuple[int, Completion]]:
+        """The hits first, then the inner backend's answers as they finish, each stored as it comes."""
+        if not self.inner.streams:
+            yield from enumerate(self.generate(requests))
+            return
+        keys, out, missing = self._lookup(requests)
+        yield from ((i, c) for i, c in enumerate(out) if c is not None)
+        if not missing:
+            return
+        got = 0
+        for j, c in self.inner.generate_iter([requests[i] for i in missing]):
+            self._store(keys[missing[j]], c)
+            got += 1
+            yield missing[j], c
+        if got != len(missing):
+            raise RuntimeError(f"{self.inner.name} backend returned {got} completions for {len(missing)} requests")
 
     def stats(self) -> dict:
         return {"cache_hits": self.hits, "cache_misses": self.misses, **self.inner.stats()}

@@ -27,7 +27,8 @@ nodes) and does not depend on caching or on the pool. The one exception is opt-i
 ``finish_reason`` ``"budget"`` (the record then depends on the machine's load).
 A batch's program requests run on a pool of worker processes (``extra["synth_workers"]``, default
 the usable cores, at most 8; 1 runs in-process), biggest searches first, each to the next free
-worker; results come back in request order and do not depend on the pool. Token counts are
+worker; ``generate`` returns them in request order and ``generate_iter`` as they finish (a
+scheduler thread keeps the pool busy meanwhile); the answers do not depend on the pool. Token counts are
 counts of the regex ``\\w+|[^\\w\\s]`` over the prompt messages and over the text.
 """
 from __future__ import annotations
@@ -37,6 +38,7 @@ import os
 import re
 import time
 from collections import OrderedDict
+from typing import Iterator
 
 from tracegen.synth import (choose, describe_step, emit_code, guess_direct, parse_key, read_history, run_program,
                             search)
@@ -122,6 +124,7 @@ class SynthBackend(Backend):
     """Built-in synthesizer; see the module docstring for what each request kind does."""
 
     name = "synth"
+    streams = True
 
     def __init__(self, config):
         super().__init__(config)
@@ -134,38 +137,73 @@ class SynthBackend(Backend):
         return self.config.model or "synth-pbe"
 
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
+        out: list = [None] * len(requests)
+        for i, comp in self.generate_iter(requests):
+            out[i] = comp
+        return out
+
+    def generate_iter(self, requests: list[GenerationRequest]) -> Iterator[tuple[int, Completion]]:
+        """Answers as they finish: the direct guesses (in-process) first, then the searches, which
+        a scheduler thread keeps handing to the pool however long the caller takes with each
+        answer (so checking answers overlaps the searches still running)."""
         heavy = [i for i, r in enumerate(requests) if r.kind != "direct"]
         n = workers(self.config)
-        if n < 2 or len(heavy) < 2:
-            return [self.one(r) for r in requests]
-        from concurrent.futures import FIRST_COMPLETED, wait
+        # in-process: one worker, or a lone search before any pool exists (a started pool takes
+        # even one: a repair's search may be kept in the worker that ran the case's first one)
+        if n < 2 or not heavy or (len(heavy) < 2 and not self._pools):
+            for i, r in enumerate(requests):
+                yield i, self.one(r)
+            return
+        import queue
+        import threading
 
         pools = self._executors(n)
-        out: list = [None] * len(requests)
-        todo = sorted(heavy, key=lambda i: (-_cost(requests[i]), i))  # big searches first
-        running: dict = {}  # worker -> (future, request index)
-        while todo or running:
-            for w in range(n):
-                if w in running or not todo:
-                    continue
-                # a repair goes to the worker that holds its case's search; anything else to any
-                # free worker (the answers are the same either way, only the time differs)
-                pick = next((i for i in todo if self._home.get(_home_key(requests[i]), w) == w), None)
-                if pick is None:
-                    continue
-                todo.remove(pick)
-                if requests[pick].kind == "fix":
-                    self._home.setdefault(_home_key(requests[pick]), w)
-                running[w] = (pools[w].submit(_work, requests[pick]), pick)
+        answers: queue.Queue = queue.Queue()
+        stop = threading.Event()
+        thread = threading.Thread(target=self._schedule, args=(requests, heavy, pools, answers.put, stop),
+                                  name="synth-scheduler", daemon=True)
+        thread.start()
+        try:
             for i, r in enumerate(requests):
-                if r.kind == "direct" and out[i] is None:
-                    out[i] = self.one(r)
-            done, _ = wait([f for f, _ in running.values()], return_when=FIRST_COMPLETED)
-            for w, (fut, i) in list(running.items()):
-                if fut in done:
-                    out[i] = fut.result()
-                    del running[w]
-        return out
+                if r.kind == "direct":
+                    yield i, self.one(r)
+            for _ in heavy:
+                got = answers.get()
+                if isinstance(got, BaseException):
+                    raise got
+                yield got
+        finally:
+            stop.set()  # a caller that stops early: no new searches start
+            thread.join()
+
+    def _schedule(self, requests, heavy: list[int], pools: list, put, stop) -> None:
+        """Hand the ``heavy`` requests to the pool's workers, biggest first, and ``put`` each
+        (index, completion) as it finishes (or the error that stopped it)."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        try:
+            todo = sorted(heavy, key=lambda i: (-_cost(requests[i]), i))  # big searches first
+            running: dict = {}  # worker -> (future, request index)
+            while (todo or running) and not stop.is_set():
+                for w in range(len(pools)):
+                    if w in running or not todo:
+                        continue
+                    # a repair goes to the worker that holds its case's search; anything else to
+                    # any free worker (the answers are the same either way, only the time differs)
+                    pick = next((i for i in todo if self._home.get(_home_key(requests[i]), w) == w), None)
+                    if pick is None:
+                        continue
+                    todo.remove(pick)
+                    if requests[pick].kind == "fix":
+                        self._home.setdefault(_home_key(requests[pick]), w)
+                    running[w] = (pools[w].submit(_work, requests[pick]), pick)
+                done, _ = wait([f for f, _ in running.values()], timeout=0.5, return_when=FIRST_COMPLETED)
+                for w, (fut, i) in list(running.items()):
+                    if fut in done:
+                        del running[w]
+                        put((i, fut.result()))
+        except BaseException as err:  # noqa: BLE001  (raised again in the caller)
+            put(err)
 
     def _executors(self, n: int) -> list:
         if not self._pools:
