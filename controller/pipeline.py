@@ -318,9 +318,9 @@ def _start_trace_file(cfg: RunConfig, log) -> None:
 
 
 def _slice_synth_waves(cfg: RunConfig) -> None:
-    """The synthesizer answers each request alone (its pool takes one search per worker), so
-    slices of 8 requests per worker cost little and let progress advance within a wave (60
-    cases, 2 workers, shared machine: 189 and 194 s sliced, 190 and 192 s in whole waves)."""
+    """The synthesizer streams its answers (``Backend.generate_iter``): it gets each round of a wave
+    whole and the rollout checks and counts its answers 8 per worker at a time as they finish, so
+    progress advances within a wave without the pool waiting at each slice's end."""
     if cfg.backend.name == "synth" and not cfg.rollout.request_slice:
         from tracegen.backends.synth import workers
 
