@@ -33,7 +33,7 @@ class Memo(Backend):
 
     @property
     def streams(self) -> bool:
-        return self.inner.streams
+        return bool(getattr(self.inner, "streams", False))
 
     @staticmethod
     def _key(r: GenerationRequest) -> tuple:

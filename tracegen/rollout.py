@@ -83,6 +83,12 @@ def _slices(items: list, size: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)] if size > 0 and items else [items]
 
 
+def _streams(backend) -> bool:
+    """Does ``backend`` hand out answers as they finish? (Anything with a ``generate`` is a backend
+    here: one that is not a ``Backend`` subclass does not stream.)"""
+    return bool(getattr(backend, "streams", False))
+
+
 def _direct_wave(backend: Backend, attempts: list[_Attempt]) -> None:
     reqs = [GenerationRequest("direct", direct_messages(a.task), a.task) for a in attempts]
     for a, comp in zip(attempts, backend.generate(reqs) if reqs else []):
@@ -156,7 +162,8 @@ def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]
             reqs.append(GenerationRequest("fix", msgs, a.task, round=rnd, previous_code=prev,
                                           feedback=ch.feedback, sample=ch.sample))
     batch: list = []
-    for k, (i, comp) in enumerate(backend.generate_iter(reqs)):
+    answers = backend.generate_iter(reqs) if _streams(backend) else enumerate(backend.generate(reqs))
+    for k, (i, comp) in enumerate(answers):
         batch.append((i, comp))
         if len(batch) < group and k + 1 < len(reqs):
             continue
@@ -211,7 +218,7 @@ def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, s
     # a streaming backend gets a whole round at once (its pool stays busy across what a slice
     # would end) and is checked in groups of ``request_slice`` as it answers; another backend gets
     # one call per slice
-    calls = 0 if backend.streams else cfg.request_slice
+    calls = 0 if _streams(backend) else cfg.request_slice
     # sample-major order: with K = 1 every wave is exactly the pilot's batch
     active = [(a, a.chains[j]) for j in range(max(cfg.program_samples, 1)) for a in chunk]
     open_chains = {id(a): len(a.chains) for a in chunk}

@@ -121,7 +121,7 @@ class CachedBackend(Backend):
 
     @property
     def streams(self) -> bool:
-        return self.inner.streams
+        return bool(getattr(self.inner, "streams", False))
 
     def _lookup(self, requests: list[GenerationRequest]) -> tuple[list[str], list, list[int]]:
         """(keys, cached completion or None per request, indices of the misses); counts both."""
@@ -151,7 +151,7 @@ class CachedBackend(Backend):
 
     def generate_iter(self, requests: list[GenerationRequest]) -> Iterator[tuple[int, Completion]]:
         """The hits first, then the inner backend's answers as they finish, each stored as it comes."""
-        if not self.inner.streams:
+        if not self.streams:
             yield from enumerate(self.generate(requests))
             return
         keys, out, missing = self._lookup(requests)
