@@ -240,6 +240,7 @@ def test_waves_in_slices_report_cases_as_they_finish_and_change_no_record():
     assert records[0] == records[3] == records["stream"]
     calls, heard = reports[0]
     assert calls == [5, 10, 9]  # direct, WRITE for 2 samples x 5 cases, FIX for the 9 failing chains
+    assert [s for _, s in heard].count("first programs") == 1 + 1  # the stage's start, then the whole round
     calls, heard = reports[3]
     assert calls == [3, 2, 3, 3, 3, 1, 3, 3, 3]
     # no case is done after WRITE (every case has a failing sample); all 5 are done after round 1

@@ -162,10 +162,11 @@ def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]
             reqs.append(GenerationRequest("fix", msgs, a.task, round=rnd, previous_code=prev,
                                           feedback=ch.feedback, sample=ch.sample))
     batch: list = []
+    size = group if group > 0 else len(reqs)
     answers = backend.generate_iter(reqs) if _streams(backend) else enumerate(backend.generate(reqs))
     for k, (i, comp) in enumerate(answers):
         batch.append((i, comp))
-        if len(batch) < group and k + 1 < len(reqs):
+        if len(batch) < size and k + 1 < len(reqs):
             continue
         got = [items[i] for i, _ in batch]
         results = _check_programs(sandbox, [a for a, _ in got], [reqs[i] for i, _ in batch],
