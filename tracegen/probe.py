@@ -14,6 +14,7 @@ from typing import Iterator
 from cases import Case
 
 from .backends import Backend, BackendConfig, Completion, GenerationRequest, get_backend
+from .backends.base import in_order
 from .grading import headroom_families
 from .rollout import RolloutConfig, trace_cases
 
@@ -40,14 +41,10 @@ class Memo(Backend):
         return r.kind, r.task.case_id, r.round, r.sample, r.previous_code
 
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
-        keys = [self._key(r) for r in requests]
-        todo = {k: r for k, r in zip(keys, requests) if k not in self._memo}
-        if todo:
-            self._memo.update(zip(todo, self.inner.generate(list(todo.values()))))
-        return [replace(self._memo[k]) for k in keys]
+        return in_order(self.generate_iter(requests), len(requests))
 
     def generate_iter(self, requests: list[GenerationRequest]) -> Iterator[tuple[int, Completion]]:
-        """The remembered answers first, then the inner backend's as they finish."""
+        """The remembered answers first, then the inner backend's (as they finish, when it streams)."""
         keys = [self._key(r) for r in requests]
         todo: dict[tuple, list[int]] = {}  # each new key once, with every request that asks it
         for i, k in enumerate(keys):

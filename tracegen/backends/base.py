@@ -155,3 +155,11 @@ class Backend(ABC):
 
     def __exit__(self, *exc):
         self.close()
+
+
+def in_order(answers: Iterator[tuple[int, Completion]], n: int) -> list[Completion]:
+    """``generate`` of a streaming backend: its ``generate_iter`` answers put back in request order."""
+    out: list = [None] * n
+    for i, comp in answers:
+        out[i] = comp
+    return out

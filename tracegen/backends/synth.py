@@ -43,7 +43,7 @@ from typing import Iterator
 from tracegen.synth import (choose, describe_step, emit_code, guess_direct, parse_key, read_history, run_program,
                             search)
 
-from .base import Backend, Completion, GenerationRequest
+from .base import Backend, Completion, GenerationRequest, in_order
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 MAX_WORKERS = 8
@@ -137,10 +137,7 @@ class SynthBackend(Backend):
         return self.config.model or "synth-pbe"
 
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
-        out: list = [None] * len(requests)
-        for i, comp in self.generate_iter(requests):
-            out[i] = comp
-        return out
+        return in_order(self.generate_iter(requests), len(requests))
 
     def generate_iter(self, requests: list[GenerationRequest]) -> Iterator[tuple[int, Completion]]:
         """Answers as they finish: the direct guesses (in-process) first, then the searches, which

@@ -147,17 +147,17 @@ def distance(table: Table, tgt: Target, max_lost: int | None = None) -> tuple[fl
     """(estimated remaining work, number of lost target values); (0, 0) iff equal. With
     ``max_lost``, a table losing more than that many values gets ``(None, lost)`` without the
     layout terms: the search prunes it anyway, so they are not worth computing."""
-    _, lost, parts = lower_bound(table, tgt, max_lost)
-    if parts is None:
+    low, lost = lower_bound(table, tgt, max_lost)
+    if low is None:
         return None, lost
-    return finish(table, tgt, parts), lost
+    return finish(table, tgt, low), lost
 
 
-def lower_bound(table: Table, tgt: Target, max_lost: int | None = None) -> tuple[float | None, int, float | None]:
+def lower_bound(table: Table, tgt: Target, max_lost: int | None = None) -> tuple[float | None, int]:
     """``distance`` without its last term, the pair score (the dearest): (a lower bound of its
-    h, lost, the sum ``finish`` completes). That sum is the whole sum's own first four terms and
-    the term left out is never negative, so the bound is never above the distance, and adding
-    the term gives the same float. With ``max_lost`` exceeded: ``(None, lost, None)``."""
+    h, lost). The bound is the whole sum's own first four terms and the term left out is never
+    negative, so it is never above the distance, and ``finish`` adding the term gives the same
+    float. With ``max_lost`` exceeded: ``(None, lost)``."""
     counts: dict = {}
     _count_elements(counts, chain.from_iterable(table))  # Counter's own C loop, without its checks
     counts.pop("", None)
@@ -190,7 +190,7 @@ def lower_bound(table: Table, tgt: Target, max_lost: int | None = None) -> tuple
                 missing += need
                 lost += value not in tgt.insertable
     if max_lost is not None and lost > max_lost:
-        return None, lost, None
+        return None, lost
     # surplus copies of target values (a fill before an unfold) cost less than foreign cells
     extra = sum(counts.values()) - matched - surplus
     content = (missing + W["extra"] * extra + W["surplus"] * surplus) / tgt.n_cells
@@ -201,12 +201,11 @@ def lower_bound(table: Table, tgt: Target, max_lost: int | None = None) -> tuple
     cols_missing = len(tgt.cols) if n_rows != tgt.n_rows else len(tgt.cols.difference(columns(table)))
     col_miss = cols_missing / max(len(tgt.cols), 1)
     shape = W["shape"] * ((n_rows != tgt.n_rows) + (n_cols != tgt.n_cols))
-    low = W["content"] * content + W["rows"] * row_miss + W["cols"] * col_miss + shape
-    return low, lost, low
+    return W["content"] * content + W["rows"] * row_miss + W["cols"] * col_miss + shape, lost
 
 
 def finish(table: Table, tgt: Target, low: float) -> float:
-    """The distance's h from ``lower_bound``'s sum: the pair term added last, as the whole sum does."""
+    """The distance's h from ``lower_bound``'s bound: the pair term added last, as the whole sum does."""
     h = low + W["pairs"] * (1.0 - _layout(table, tgt))
     if h == 0 and tuple(map(tuple, table)) != tgt.table:
         h = 0.25  # same cells, rows and columns, yet not equal (order): keep it above a solution

@@ -292,23 +292,23 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
     checker = _FullCheck(full) if full is not None else None
 
     def low(tables, max_lost=None):
-        """(lower bound of h, lost, parts) summed over the examples (``heuristic.lower_bound``);
-        parts is None once lost passes ``max_lost``."""
+        """(lower bound of h, lost, each example's bound) summed over the examples
+        (``heuristic.lower_bound``); the bounds are None once lost passes ``max_lost``."""
         if len(tables) == 1:  # one example, the usual case
-            b, lost, parts = lower_bound(tables[0], targets[0], max_lost)
-            return b, lost, None if parts is None else (parts,)
+            b, lost = lower_bound(tables[0], targets[0], max_lost)
+            return b, lost, None if b is None else (b,)
         total, lost, parts = 0.0, 0, []
         for t, tgt in zip(tables, targets):
-            b, k, p = lower_bound(t, tgt, None if max_lost is None else max_lost - lost)
+            b, k = lower_bound(t, tgt, None if max_lost is None else max_lost - lost)
             lost += k
-            if p is None:
+            if b is None:
                 return None, lost, None
             total += b
-            parts.append(p)
+            parts.append(b)
         return total, lost, tuple(parts)
 
     def exact(tables, parts) -> float:
-        """h summed over the examples, from ``low``'s parts (the terms in the same order)."""
+        """h summed over the examples, from ``low``'s per-example bounds (the terms in the same order)."""
         if len(tables) == 1:
             return finish(tables[0], targets[0], parts[0])
         total = 0.0
