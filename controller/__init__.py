@@ -1,12 +1,13 @@
 """Controllers over visible tool state: state, policies, training (rule, LoRA, DAgger),
 simulation, metrics, reports and figures."""
-from .oracle import oracle_label
-from .policies import FIXED_POLICIES, AlwaysTool, DirectOnly, Oracle, VisibleDisagree, WriteOnce
-from .simulate import InvalidAction, simulate
-from .state import ACTIONS, FEATURE_NAMES, State, valid_actions, visible_state, visible_view
+from controller.env.oracle import oracle_label
+from controller.env.policies import AlwaysTool, DirectOnly, Oracle, VisibleDisagree, WriteOnce
+from controller.env.registry import REGISTRY, fixed_policies
+from controller.env.simulate import InvalidAction, simulate
+from controller.env.state import ACTIONS, FEATURE_NAMES, State, valid_actions, visible_state, visible_view
 
 __all__ = [
     "ACTIONS", "FEATURE_NAMES", "State", "valid_actions", "visible_state", "visible_view",
-    "FIXED_POLICIES", "AlwaysTool", "DirectOnly", "Oracle", "VisibleDisagree", "WriteOnce",
+    "REGISTRY", "fixed_policies", "AlwaysTool", "DirectOnly", "Oracle", "VisibleDisagree", "WriteOnce",
     "oracle_label", "simulate", "InvalidAction",
 ]

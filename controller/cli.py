@@ -191,8 +191,8 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def build_config(args):
-    from controller.experiment import ExperimentConfig
-    from controller.lora import LoraPolicyConfig
+    from controller.study.experiment import ExperimentConfig
+    from controller.learn.lora import LoraPolicyConfig
     from controller.pipeline import RunConfig
     from tracegen.backends import BackendConfig
     from tracegen.progress import is_terminal

@@ -20,8 +20,8 @@ from tracegen.backends import BackendConfig, PartialGeneration, available_backen
 from tracegen.records import TraceFileError, read_traces, repair_torn_tail
 from tracegen.rollout import RolloutConfig
 
-from .experiment import POLICY_NAMES, ExperimentConfig, run_experiment
-from .outputs import atomic_write_json, versions, write_predictions
+from controller.study.experiment import POLICY_NAMES, ExperimentConfig, run_experiment
+from controller.report.outputs import atomic_write_json, versions, write_predictions
 
 TRACING_NICE = 10  # niceness of the imports done while tracing keeps the cores busy
 # what the controllers, statistics and figures import (~4 s on a 2-core machine): a run that
@@ -175,7 +175,7 @@ def check_flags(cfg: RunConfig) -> None:
     if cfg.resume and not cfg.generate_traces:
         raise UsageError("--resume: only meaningful with --generate-traces")
     if e.study is not None:
-        from .hypotheses import StudyError, load_study
+        from controller.study.hypotheses import StudyError, load_study
 
         try:
             load_study(e.study, known_policies=POLICY_NAMES)
@@ -409,11 +409,11 @@ def run(cfg: RunConfig, log=print) -> dict:
 
 def _start_lora_worker(cfg: RunConfig, nice: int = 0):
     """The side process that trains the LoRA policies (``controller.lora_worker``), or None."""
-    from .experiment import needs_lora_worker
+    from controller.study.experiment import needs_lora_worker
 
     if not needs_lora_worker(cfg.experiment):
         return None
-    from .lora_worker import LoraWorker
+    from controller.learn.lora_worker import LoraWorker
 
     return LoraWorker(while_waiting=_import_plotting, nice=nice)
 
@@ -501,8 +501,8 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, 
 def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -> dict:
     from sandbox import protections
 
-    from .figures import write_figures
-    from .report import write_report
+    from controller.report.figures import write_figures
+    from controller.report.markdown import write_report
 
     reports = _reports(cfg)
     cv = summary.get("cv")
@@ -525,11 +525,11 @@ def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -
     write_report(full, reports / "report.md")
     atomic_write_json(reports / "final_summary.json", full)
     log(f"wrote {reports / 'final_summary.json'}, report.md, figures/ and predictions/")
-    from .viewer import write_viewer
+    from controller.report.viewer import write_viewer
 
     log(f"wrote {write_viewer(reports, full, records, outcomes)}")
     if cfg.export_sft:
-        from .sft import export_sft
+        from controller.report.sft import export_sft
 
         n = export_sft(records, reports / "sft", cfg.rollout.repair_history, cfg.sft_max_tokens or None)
         dropped = f"; {n['too_long']} left out for more than {cfg.sft_max_tokens} tokens" if cfg.sft_max_tokens else ""

@@ -27,8 +27,8 @@ sys.path.insert(0, str(REPO))
 
 
 def _examples(trace_file: str):
-    from controller.lora import PolicyExample
-    from controller.training import full_state_pairs, labelled
+    from controller.learn.lora import PolicyExample
+    from controller.learn.training import full_state_pairs, labelled
     from tracegen.records import read_traces
 
     recs = [r for r in read_traces(trace_file) if r["hidden"]["answer"] is not None]
@@ -44,8 +44,8 @@ def one(base: str, way: str, steps: int, batch: int, trace_file: str) -> dict:
     import torch
     from peft import get_peft_model
 
-    from controller.lora import LoraPolicyConfig, _Row, _load_base, _resolve_base, lora_config, merge_examples
-    from controller.lora_scoring import action_token_ids, score_actions
+    from controller.learn.lora import LoraPolicyConfig, _Row, _load_base, _resolve_base, lora_config, merge_examples
+    from controller.learn.lora_scoring import action_token_ids, score_actions
     from tracegen.models import resolve_model
 
     torch.manual_seed(0)

@@ -59,7 +59,7 @@ def main(argv=None) -> int:
                    help="after building, load the page N times in a system Chromium and print its size and load time "
                         "(needs playwright; default: off)")
     args = p.parse_args(argv)
-    from controller.viewer import ViewerInputError, build_viewer
+    from controller.report.viewer import ViewerInputError, build_viewer
 
     try:
         path = build_viewer(args.root)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from controller.pipeline import RunConfig, UsageError, check_flags
-from controller.lora import LoraPolicyConfig
-from controller.experiment import ExperimentConfig
+from controller.learn.lora import LoraPolicyConfig
+from controller.study.experiment import ExperimentConfig
 from tracegen import models
 from tracegen.backends import BackendConfig
 from tracegen.rollout import RolloutConfig

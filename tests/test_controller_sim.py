@@ -2,7 +2,7 @@
 import pytest
 
 from controller import AlwaysTool, DirectOnly, InvalidAction, Oracle, VisibleDisagree, WriteOnce, oracle_label, simulate
-from controller.state import visible_state
+from controller.env.state import visible_state
 from tracegen.records import upgrade_record, validate_record
 
 from tracefactory import ANSWER, WRONG, make_record
@@ -110,7 +110,7 @@ def test_state_reveals_nothing_before_write():
 
 
 def test_resample_baseline_draws_samples_instead_of_repairs():
-    from controller.resample import resample_outcomes
+    from controller.env.resample import resample_outcomes
 
     rec = make_record("f/r_1", "fr", direct=WRONG, rounds=[(False, None), (True, ANSWER)])
     sample_rec = make_record("x", "x", rounds=[(False, None), (True, ANSWER), (True, WRONG)])

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.cost import round_cost, round_work, work_unit
-from controller.experiment import ExperimentConfig, run_experiment
+from controller.env.cost import round_cost, round_work, work_unit
+from controller.study.experiment import ExperimentConfig, run_experiment
 from tracefactory import ANSWER, WRONG, make_record
 
 
@@ -81,7 +81,7 @@ def test_dev_tie_is_flagged():
 
 
 def test_dev_tie_rule():
-    from controller.rule import dev_tie
+    from controller.learn.rule import dev_tie
 
     same = {"stump": {"dev_accuracy": 1.0, "dev_program_generations": 41},
             "forest": {"dev_accuracy": 1.0, "dev_program_generations": 41}}
@@ -93,9 +93,9 @@ def test_dev_tie_rule():
 def test_cv_labels_and_oracle_use_the_run_cost():
     """A case two paths solve, a repair (40,000 search nodes) or a second sample (100): one
     generation each, so only the work cost prefers the sample. CV must rank them by ``--cost``."""
-    from controller.cv import run_cv
-    from controller.policies import Oracle
-    from controller.simulate import simulate
+    from controller.study.cv import run_cv
+    from controller.env.policies import Oracle
+    from controller.env.simulate import simulate
     from tracefactory import make_tree_record
 
     recs = []

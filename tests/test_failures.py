@@ -1,7 +1,7 @@
 """Failure breakdown on hand-built trace records where every count is known."""
 import pytest
 
-from controller.failures import (
+from controller.study.failures import (
     ROUND_CATEGORIES,
     SANDBOX_ERRORS,
     cell_diff,

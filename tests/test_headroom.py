@@ -1,5 +1,5 @@
 """Headroom cells on hand-built records with known cells."""
-from controller.headroom import CELLS, case_cell, headroom_cells, headroom_table
+from controller.study.headroom import CELLS, case_cell, headroom_cells, headroom_table
 from tests.tracefactory import ANSWER, WRONG, make_record, make_tree_record
 
 OTHER = [["x"], ["y"], ["z"]]

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from controller.hypotheses import StudyError, evaluate_study, load_study, parse_study
+from controller.study.hypotheses import StudyError, evaluate_study, load_study, parse_study
 
 POLS = ("direct_only", "always_tool_visible", "visible_disagree_rule", "write_once", "learned_rule", "oracle_seq")
 
@@ -29,7 +29,7 @@ def _study(hyps, **kw):
 
 
 def test_toml_and_json_files_load_and_the_committed_study_is_valid(tmp_path):
-    from controller.experiment import POLICY_NAMES
+    from controller.study.experiment import POLICY_NAMES
 
     st = load_study("studies/foofah.toml", POLICY_NAMES)
     assert st.cost_unit == "generations" and any(h.primary for h in st.hypotheses)

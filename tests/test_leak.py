@@ -11,9 +11,9 @@ import shutil
 
 import pytest
 
-import controller.state as state_mod
+import controller.env.state as state_mod
 from controller.pipeline import RunConfig, run
-from controller.experiment import ExperimentConfig
+from controller.study.experiment import ExperimentConfig
 from tracegen.backends import BackendConfig
 from tracegen.rollout import RolloutConfig
 
@@ -21,7 +21,7 @@ from e2e_helpers import small_case_dir
 
 
 def _run(root, cases_dir, manifest=None, lora=False):
-    from controller.lora import LoraPolicyConfig
+    from controller.learn.lora import LoraPolicyConfig
 
     cfg = RunConfig(
         root=str(root), cases=str(cases_dir), generate_traces=True, split_manifest=manifest,

@@ -5,9 +5,9 @@ import random
 
 import pytest
 
-from controller.lora import (LoraPolicy, LoraPolicyConfig, PolicyExample, shuffle_labels,
+from controller.learn.lora import (LoraPolicy, LoraPolicyConfig, PolicyExample, shuffle_labels,
                              train_lora_policy)
-from controller.lora_scoring import action_token_ids, render_tokens_estimate, score_actions
+from controller.learn.lora_scoring import action_token_ids, render_tokens_estimate, score_actions
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
@@ -167,7 +167,7 @@ def test_render_tokens_estimate(trained):
 
 
 def test_merge_examples_sums_label_weights():
-    from controller.lora import merge_examples
+    from controller.learn.lora import merge_examples
 
     ex = [PolicyExample("s", VALID, "FIX", 1.0), PolicyExample("s", VALID, "FIX", 0.5),
           PolicyExample("s", VALID, "PROGRAM", 2.0), PolicyExample("t", VALID, "FIX", 1.0),
@@ -196,7 +196,7 @@ def test_kept_positions_score_like_all_positions(trained):
 
 
 def test_first_token_mode_refuses_shared_first_tokens():
-    from controller.lora_scoring import resolve_score_mode
+    from controller.learn.lora_scoring import resolve_score_mode
 
     shared = {"DIRECT": [5, 6], "WRITE": [5, 7], "FIX": [8], "PROGRAM": [9]}
     assert resolve_score_mode("auto", shared) == "sequence"
@@ -218,7 +218,7 @@ def test_early_stopping_on_dev_restores_the_best_adapter(base_dir, tmp_path):
     best = min(early["evaluations"], key=lambda e: e[1])
     assert early["best_step"] == best[0]
     # the restored weights give the best evaluation's dev loss
-    from controller.lora import _dev_loss, merge_examples
+    from controller.learn.lora import _dev_loss, merge_examples
 
     got = _dev_loss(pol.model, pol.tokenizer, action_token_ids(pol.tokenizer), merge_examples(dev), cfg)
     assert got == pytest.approx(best[1], abs=1e-4)
@@ -227,7 +227,7 @@ def test_early_stopping_on_dev_restores_the_best_adapter(base_dir, tmp_path):
 def test_lora_layers_adapts_only_the_last_layers(base_dir):
     from peft import get_peft_model
 
-    from controller.lora import _load_base, _resolve_base, lora_config
+    from controller.learn.lora import _load_base, _resolve_base, lora_config
 
     cfg = LoraPolicyConfig(cache_dir=base_dir, lora_layers=1)
     model, _ = _load_base(_resolve_base(cfg)[0], "cpu")

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from controller.lora import LoraPolicyConfig, PolicyExample, train_lora_policy
-from controller.lora_worker import LoraWorker
+from controller.learn.lora import LoraPolicyConfig, PolicyExample, train_lora_policy
+from controller.learn.lora_worker import LoraWorker
 
 pytest.importorskip("torch")
 pytest.importorskip("peft")

@@ -4,16 +4,17 @@ controls permuting (label, weight) pairs, BC on every reachable state, DAgger's 
 split of its new states, and the summary entries of an experiment run."""
 import pytest
 
-from controller.dagger import learner_reached, path_to, run_dagger
-from controller.experiment import ExperimentConfig, run_experiment
-from controller.lora import PolicyExample, shuffle_labels
-from controller.nulls import commit_any_headroom
-from controller.oracle import action_values, oracle_label
-from controller.policies import FIXED_POLICIES, TREE_POLICIES, Oracle
-from controller.rule import canonical, fit_majority, fit_rule
-from controller.simulate import InvalidAction, simulate
-from controller.state import visible_state
-from controller.training import TrainingSet, all_state_pairs, full_state_pairs, labelled, reachable_positions
+from controller.learn.dagger import learner_reached, path_to, run_dagger
+from controller.study.experiment import ExperimentConfig, run_experiment
+from controller.learn.lora import PolicyExample, shuffle_labels
+from controller.learn.nulls import commit_any_headroom
+from controller.env.oracle import action_values, oracle_label
+from controller.env.policies import Oracle
+from controller.env.registry import fixed_policies
+from controller.learn.rule import canonical, fit_majority, fit_rule
+from controller.env.simulate import InvalidAction, simulate
+from controller.env.state import visible_state
+from controller.learn.training import TrainingSet, all_state_pairs, full_state_pairs, labelled, reachable_positions
 from tracefactory import ANSWER, WRONG, make_record, make_tree_record
 from tracefactory import ScriptedPolicy
 
@@ -221,9 +222,9 @@ def test_experiment_reports_the_nulls_and_the_commit_headroom():
     assert set(summary["nulls"]["bc_datasets"]) and summary["nulls"]["majority_action"]
     it1 = summary["dagger"]["learned_rule"][1]
     assert it1["new_states"] == it1["new_states_learner"] + it1["new_states_oracle"]
-    from controller.report import render_report
+    from controller.report.markdown import render_report
 
     text = render_report(summary)
     assert "## Nulls and imitation baselines" in text and "`majority_action`" in text
     assert "test +2 (2 -> 4 of 4)" in text and "of which learner" in text
-    assert set(FIXED_POLICIES) | set(TREE_POLICIES) <= set(pr)
+    assert set(fixed_policies(samples=True)) <= set(pr)

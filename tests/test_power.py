@@ -1,7 +1,7 @@
 """Power by simulation: known limits of the sign-flip test and a monotone, seeded MDE."""
 import pytest
 
-from controller.power import min_detectable_effect, rejection_rate
+from controller.study.power import min_detectable_effect, rejection_rate
 
 
 def test_too_few_families_can_never_reject():

@@ -1,9 +1,9 @@
 """report.md rendering and the five figures, from hand-built summaries."""
 import os
 
-from controller.figures import FIGURE_NAMES, cost_per_case, palette, write_figures
-from controller.report import render_report, write_report
-from controller.stats import paired_tests, summarize_outcomes
+from controller.report.figures import FIGURE_NAMES, cost_per_case, palette, write_figures
+from controller.report.markdown import render_report, write_report
+from controller.study.stats import paired_tests, summarize_outcomes
 
 POLICIES = ("direct_only", "always_tool_visible", "learned_rule", "oracle_seq")
 
@@ -147,7 +147,7 @@ def test_cost_per_case():
 
 
 def test_best_deployable_is_picked_on_dev_and_ties_are_named():
-    from controller.report import best_deployable
+    from controller.report.markdown import best_deployable
 
     full = full_summary()
     pr = full["policy_results"]
@@ -172,7 +172,7 @@ def test_rule_dev_tie_is_reported_not_presented_as_a_choice():
 
 
 def test_seed_claims_need_every_seed():
-    from controller.report import seed_claims
+    from controller.report.markdown import seed_claims
 
     full = full_summary()
     t = full["paired_tests"]["test"]["learned_rule"]["direct_only"]

@@ -1,7 +1,7 @@
 """Routing metrics with known answers: mixing weights, hull, PGR curves, APGR, CPT, the mix test."""
 import pytest
 
-from controller.routing import (apgr, cost_gap_recovered, cpt, hull_value, mix_test, mix_weight, pgr_curve,
+from controller.study.routing import (apgr, cost_gap_recovered, cpt, hull_value, mix_test, mix_weight, pgr_curve,
                                 routing_table, upper_hull)
 
 

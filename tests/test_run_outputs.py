@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from controller.console import WarningSummary
-from controller.outputs import atomic_write_text
+from controller.report.outputs import atomic_write_text
 from e2e_helpers import small_case_dir
 from tracegen.progress import Progress
 

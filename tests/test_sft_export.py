@@ -5,7 +5,7 @@ import json
 import pytest
 
 from cases import Case
-from controller.sft import export_sft, verified_conversations
+from controller.report.sft import export_sft, verified_conversations
 from tracegen.backends.base import Backend, BackendConfig, Completion
 from tracegen.conversations import direct_conversation, program_chains, record_task, round_messages
 from tracegen.rollout import RolloutConfig, trace_cases

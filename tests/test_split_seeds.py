@@ -6,8 +6,9 @@ import random
 import pytest
 
 from cases import make_cv_folds
-from controller.experiment import ExperimentConfig, run_experiment
-from controller.split_seeds import split_seed_note, split_seed_outcomes, spread_summary
+from controller.study.experiment import ExperimentConfig, run_experiment
+from controller.report.split_seeds import split_seed_note
+from controller.study.split_seeds import split_seed_outcomes, spread_summary
 from test_experiment_study import _records
 
 def _cfg(**kw):
@@ -116,7 +117,7 @@ def test_run_experiment_reports_split_seeds_and_deterministic_learner_seeds():
     assert d["accuracy_pp"]["holds_at"]["of"] == 3
     # the rule on these traces takes the same actions at every learner seed: one observation
     assert summary["seeds"]["learned_rule"]["test"]["deterministic"] is True
-    from controller.report import render_report
+    from controller.report.markdown import render_report
 
     text = render_report(summary)
     assert "Spread over 3 split seeds" in text and "Over split seeds" in text
@@ -124,7 +125,7 @@ def test_run_experiment_reports_split_seeds_and_deterministic_learner_seeds():
 
 
 def test_seed_table_marks_only_identical_action_sequences_deterministic():
-    from controller.experiment import seed_table
+    from controller.study.experiment import seed_table
 
     res = {"dev": {"exact": 3, "n": 5, "program_generations": 4}, "test": {"exact": 2, "n": 5, "program_generations": 4}}
     per_seed = {0: {"p": res, "q": res}, 1: {"p": res, "q": res}}
@@ -163,7 +164,7 @@ class _CountingFit:
         self.calls = []
 
     def __call__(self, cfg, name, shuffle, dev_data=None, meta_out=None, *worker_and_timing, **kw):
-        from controller.policies import AlwaysTool
+        from controller.env.policies import AlwaysTool
 
         def fit(data, iteration=None):
             self.calls.append((name, iteration))
@@ -176,7 +177,7 @@ class _CountingFit:
 
 @pytest.mark.parametrize("frontier,trainings", [((), 1), ((0.0, 0.5), 3)])
 def test_lora_trains_once_unless_the_frontier_is_asked_for(monkeypatch, frontier, trainings):
-    import controller.experiment as exp
+    import controller.study.experiment as exp
 
     counter = _CountingFit()
     monkeypatch.setattr(exp, "_lora_fit", counter)

@@ -1,6 +1,6 @@
 """A completion that stopped at the token limit is visible to a controller (its finish reason is
 part of what the model returned, not of the hidden answer)."""
-from controller.state import FEATURE_NAMES, visible_state
+from controller.env.state import FEATURE_NAMES, visible_state
 from tracefactory import ANSWER, make_record
 
 

@@ -1,7 +1,7 @@
 """Intervals, paired tests and outcome summaries against hand-computed answers."""
 import pytest
 
-from controller.stats import (
+from controller.study.stats import (
     family_bootstrap,
     family_sign_flip_p,
     holm,
@@ -212,7 +212,7 @@ def test_holm_over_the_splits_distinct_comparisons():
 
 
 def test_distinct_holm_merges_identical_and_negated_vectors_and_excludes_the_oracle():
-    from controller.stats import comparison_key, distinct_holm
+    from controller.study.stats import comparison_key, distinct_holm
 
     fams = ["f1", "f1", "f2", "f3"]
     k1 = comparison_key(fams, [1, 0, 1, -1])

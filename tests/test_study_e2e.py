@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from controller.experiment import ExperimentConfig, run_experiment
-from controller.figures import cost_panels, write_figures
-from controller.report import render_report
+from controller.study.experiment import ExperimentConfig, run_experiment
+from controller.report.figures import cost_panels, write_figures
+from controller.report.markdown import render_report
 from tracefactory import ANSWER, WRONG, make_record
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "run_live_tool_dagger.py"

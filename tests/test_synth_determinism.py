@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.failures import failure_breakdown
+from controller.study.failures import failure_breakdown
 from e2e_helpers import untimed
 from tracegen.backends import BackendConfig
 

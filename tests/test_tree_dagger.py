@@ -1,9 +1,9 @@
 """DAgger on the tree: a small hand-built environment where behaviour cloning errs off the
 oracle's path and DAgger, by visiting and labelling the learner's own states, recovers."""
-from controller.dagger import run_dagger
-from controller.rule import fit_rule
-from controller.simulate import simulate
-from controller.training import full_state_pairs, labelled
+from controller.learn.dagger import run_dagger
+from controller.learn.rule import fit_rule
+from controller.env.simulate import simulate
+from controller.learn.training import full_state_pairs, labelled
 from tracefactory import ANSWER, WRONG, make_tree_record
 
 DIRECT = [["x"], ["y"], ["z"]]  # agrees with no program output in any cell

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.oracle import action_values, oracle_label
-from controller.policies import AlwaysTool, CrossCheck, Oracle, ResampleVisible
-from controller.simulate import InvalidAction, simulate
-from controller.state import commit_choice, visible_state, visible_view
+from controller.env.oracle import action_values, oracle_label
+from controller.env.policies import AlwaysTool, CrossCheck, Oracle, ResampleVisible
+from controller.env.simulate import InvalidAction, simulate
+from controller.env.state import commit_choice, visible_state, visible_view
 from tracegen.records import append_record, read_traces, upgrade_record, validate_record
 from tracefactory import ANSWER, WRONG, make_record, make_tree_record
 from tracefactory import ScriptedPolicy

@@ -1,8 +1,8 @@
 """The LoRA policy on tree states: it reads the rendered agreement line and can answer RESAMPLE."""
 import pytest
 
-from controller.state import base_actions, visible_state
-from controller.training import labelled
+from controller.env.state import base_actions, visible_state
+from controller.learn.training import labelled
 from tracefactory import ANSWER, WRONG, make_tree_record
 
 pytest.importorskip("torch")
@@ -11,7 +11,7 @@ pytest.importorskip("peft")
 
 @pytest.mark.slow
 def test_lora_policy_learns_to_resample_on_disagreement(tmp_path):
-    from controller.lora import LoraPolicyConfig, PolicyExample, train_lora_policy
+    from controller.learn.lora import LoraPolicyConfig, PolicyExample, train_lora_policy
 
     recs = []
     for i in range(12):  # two passing programs that disagree -> the oracle draws a third

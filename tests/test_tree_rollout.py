@@ -5,12 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from controller.dagger import run_dagger
-from controller.experiment import _scored, by_split
-from controller.policies import FIXED_POLICIES, Oracle
-from controller.rule import fit_rule, select_rule
-from controller.simulate import simulate
-from controller.training import full_state_pairs, labelled
+from controller.learn.dagger import run_dagger
+from controller.study.experiment import _scored, by_split
+from controller.env.policies import Oracle
+from controller.env.registry import fixed_policies
+from controller.learn.rule import fit_rule, select_rule
+from controller.env.simulate import simulate
+from controller.learn.training import full_state_pairs, labelled
 from tracegen.backends.base import Backend, BackendConfig, Completion
 from tracegen.records import read_traces, validate_record
 
@@ -86,8 +87,8 @@ def test_k1_rollout_is_sample_zero_of_the_tree():
         assert "samples" not in c and "samples" not in c["hidden"]
         assert _untimed(c["rounds"]) == _untimed(t["rounds"]) and c["hidden"]["rounds"] == t["hidden"]["rounds"]
         # policies that never resample act the same on the tree and on the chain
-        for p in FIXED_POLICIES.values():
-            a, b = simulate(p(), [t])[0], simulate(p(), [c])[0]
+        for p in fixed_policies().values():
+            a, b = simulate(p, [t])[0], simulate(p, [c])[0]
             assert (a["actions"], a["correct"], a["program_generations"]) == \
                    (b["actions"], b["correct"], b["program_generations"])
 
@@ -100,7 +101,7 @@ def test_k1_results_equal_the_chain_environment_on_v1_traces():
     recs = read_traces(ROOT / "tests" / "data" / "v1_library_traces.jsonl")
     splits = by_split(recs)
     train = _scored(splits["train"])
-    pols = {n: c() for n, c in FIXED_POLICIES.items()}
+    pols = fixed_policies()
     pols["oracle_seq"], pols["oracle_lam0.3"] = Oracle(recs), Oracle(recs, 0.3)
     data = labelled(full_state_pairs(train))
     assert len(data) == golden["n_train_states"]

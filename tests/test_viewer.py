@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
-from controller.viewer import read_page_data, viewer_data, write_viewer
+from controller.report.viewer import read_page_data, viewer_data, write_viewer
 from tracefactory import ANSWER, WRONG, make_record
 
 REPO = Path(__file__).resolve().parent.parent

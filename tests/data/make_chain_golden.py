@@ -9,18 +9,19 @@ tree environment with --program-samples 1 reproduces it:
 """
 import json, sys
 from tracegen.records import read_traces
-from controller.experiment import by_split, _scored
-from controller.policies import FIXED_POLICIES, Oracle
-from controller.rule import select_rule
-from controller.simulate import simulate
-from controller.training import full_state_pairs, labelled
-from controller.dagger import run_dagger
-from controller.rule import fit_rule
+from controller.study.experiment import by_split, _scored
+from controller.env.policies import Oracle
+from controller.env.registry import fixed_policies
+from controller.learn.rule import select_rule
+from controller.env.simulate import simulate
+from controller.learn.training import full_state_pairs, labelled
+from controller.learn.dagger import run_dagger
+from controller.learn.rule import fit_rule
 
 recs = read_traces("tests/data/v1_library_traces.jsonl")
 splits = by_split(recs)
 train = _scored(splits["train"])
-pols = {n: c() for n, c in FIXED_POLICIES.items()}
+pols = fixed_policies()
 pols["oracle_seq"] = Oracle(recs)
 pols["oracle_lam0.3"] = Oracle(recs, 0.3)
 data = labelled(full_state_pairs(train))

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from .policies import Mixture, Oracle
-from .simulate import simulate
-from .training import full_state_pairs, labelled, oracle_pairs
+from controller.env.policies import Mixture, Oracle
+from controller.env.simulate import simulate
+from controller.learn.training import full_state_pairs, labelled, oracle_pairs
 
 
 def beta_schedule(iters: int, beta0: float = 0.5) -> list[float]:

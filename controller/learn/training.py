@@ -19,17 +19,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .oracle import best_action, next_pos, revealed_round, tree_search
-from .policies import Oracle
-from .simulate import memo_state, simulate
-from .state import State, as_pos, shared_view, valid_actions, visible_state
+from controller.env.oracle import best_action, next_pos, revealed_round, tree_search
+from controller.env.policies import Oracle
+from controller.env.simulate import simulate
+from controller.env.traceenv import TraceEnv
+from controller.env.state import State, shared_view, valid_actions, visible_state
 
 
-def full_state_pairs(records: Sequence[dict], memo: dict | None = None) -> list[tuple[dict, State]]:
+def full_state_pairs(records: Sequence[dict], env=None) -> list[tuple[dict, State]]:
     """Every prefix of every trace's sample-0 chain: start, after round 1, ..., after its last round.
 
-    ``memo``: ``simulate``'s state memo (the same states, built once for every learner and policy)."""
-    return [(r, memo_state(r, as_pos(k), memo)) for r in records for k in range(len(r["rounds"]) + 1)]
+    ``env``: a ``TraceEnv`` holding the records, whose states are then shared with every other
+    learner and policy (built once)."""
+    return (env or TraceEnv(records)).chain_pairs(records)
 
 
 def oracle_pairs(records: Sequence[dict], lam: float = 0.0, cost: str = "generations",

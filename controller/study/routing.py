@@ -30,10 +30,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .stats import family_bootstrap, family_sign_flip_p
+from controller.env.cost import UNITS, unit as cost_unit_of
+from controller.env.registry import ORACLE
+from controller.study.stats import family_bootstrap, family_sign_flip_p
 
-UNITS = ("generations", "tokens", "work")
-WEAK, STRONG, ORACLE = "direct_only", "always_tool_visible", "oracle_seq"
+WEAK, STRONG = "direct_only", "always_tool_visible"
 
 
 # ----------------------------------------------------------------------------- per case
@@ -41,13 +42,7 @@ WEAK, STRONG, ORACLE = "direct_only", "always_tool_visible", "oracle_seq"
 
 def case_cost(outcome: Mapping, unit: str, direct_tokens: int = 0) -> float:
     """One outcome's tool cost in ``unit`` (tokens and work in thousands)."""
-    if unit == "generations":
-        return float(outcome.get("program_generations", 0))
-    if unit == "tokens":
-        return (float(outcome.get("generated_tokens", 0)) - direct_tokens) / 1000.0
-    if unit == "work":
-        return float(outcome.get("work", 0)) / 1000.0
-    raise ValueError(f"unknown cost unit {unit!r} (use one of {', '.join(UNITS)})")
+    return cost_unit_of(unit).case(outcome, direct_tokens)
 
 
 def case_vectors(outcomes: Sequence[Mapping], unit: str, direct_tokens: Mapping[str, int] | None = None,
@@ -184,15 +179,10 @@ def _frontier_points(front: Mapping, split: str, unit: str, direct_total: float)
         n = p.get("n") or 0
         if p.get("split", "test") != split or not n or p.get("accuracy") is None:
             continue
-        if unit == "generations":
-            c = p["program_generations"] / n
-        elif unit == "work" and "work" in p:
-            c = p["work"] / 1000 / n
-        elif unit == "tokens" and "generated_tokens" in p:
-            c = (p["generated_tokens"] - direct_total) / 1000 / n
-        else:
+        cu = cost_unit_of(unit)
+        if cu.field not in p:
             continue
-        out.append((c, p["accuracy"]))
+        out.append((cu.per_case(p, n, direct_total), p["accuracy"]))
     return out
 
 

@@ -20,21 +20,23 @@ from typing import Callable
 
 from tracegen.grading import program_right
 
-from .cost import work_unit
-from .dagger import run_dagger
-from .failures import failure_breakdown
-from .nulls import NULL_POLICIES, commit_any_headroom, train_nulls
-from .policies import FIXED_POLICIES, TREE_POLICIES, Oracle
-from .resample import has_samples
-from .rule import dev_tie, fit_rule, select_rule
-from .simulate import simulate
-from .stats import paired_tests, summarize_outcomes
-from .state import base_actions
-from .training import full_state_pairs, labelled
+from controller.env.cost import cost_units, unit
+from controller.learn.dagger import run_dagger
+from controller.study.failures import failure_breakdown
+from controller.learn.nulls import commit_any_headroom, train_nulls
+from controller.env.policies import Oracle
+from controller.env.registry import ORACLE, REGISTRY, fixed_policies, names
+from controller.env.resample import has_samples
+from controller.learn.rule import dev_tie, fit_rule, select_rule
+from controller.env.traceenv import SPLITS, TraceEnv, scored as _scored
+from controller.study.cv import run_cv
+from controller.study.sections import study_sections
+from controller.study.split_seeds import split_seed_outcomes, spread_summary
+from controller.study.stats import paired_tests, summarize_outcomes
+from controller.env.state import base_actions
+from controller.learn.training import labelled
 
-SPLITS = ("train", "dev", "test")
-POLICY_NAMES = (*FIXED_POLICIES, "oracle_seq", "learned_rule", "lora_seq_policy", "lora_shuffled_seq",
-                "learned_rule_dagger", "lora_dagger", *TREE_POLICIES, *NULL_POLICIES)
+POLICY_NAMES = names()
 
 
 @dataclass
@@ -66,10 +68,6 @@ def by_split(records):
     return {s: [r for r in records if r["split"] == s] for s in SPLITS}
 
 
-def _scored(records):
-    return [r for r in records if r["hidden"]["answer"] is not None]
-
-
 def split_counts(records) -> dict:
     """Per split: n, families, direct_exact, program_exact, oracle_union, unscored."""
     out = {}
@@ -84,9 +82,8 @@ def split_counts(records) -> dict:
     return out
 
 
-def _evaluate_on(policy, splits: dict, seed: int = 0, memo: dict | None = None) -> dict:
-    return {s: summarize_outcomes(simulate(policy, recs, memo=memo), seed=seed) for s, recs in splits.items()
-            if s in ("dev", "test")}
+def _evaluate_on(policy, env: TraceEnv, seed: int = 0) -> dict:
+    return {s: summarize_outcomes(env.simulate(policy, env.split(s)), seed=seed) for s in ("dev", "test")}
 
 
 def _per_split(outs, seed: int) -> dict:
@@ -96,7 +93,7 @@ def _per_split(outs, seed: int) -> dict:
 def _lora_examples(data):
     """LoRA rows over the base actions: its vocabulary has no PROGRAM:j, so it trains on labels of
     the majority-commit action space (``labelled(..., commit_any=False)``)."""
-    from .lora import PolicyExample
+    from controller.learn.lora import PolicyExample
 
     return [PolicyExample(s.text, base_actions(s.valid_actions), l, w)
             for s, l, w in zip(data.states, data.labels, data.weights) if len(base_actions(s.valid_actions)) > 1]
@@ -113,7 +110,7 @@ def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool, dev_data=None, me
     ``timing[timing_key]`` are filled in (at the place they were reserved) when its result is read."""
     from dataclasses import replace
 
-    from .lora import train_lora_policy
+    from controller.learn.lora import train_lora_policy
 
     dev_examples = _lora_examples(dev_data) if dev_data is not None else None
 
@@ -151,32 +148,21 @@ class _LoraAdapter:
         return self.inner.choose([s.text for s in states], [base_actions(s.valid_actions) for s in states]) if states else []
 
 
-def dev_scorer(memo: dict | None):
-    """``rule.dev_score`` with the run's state memo (the candidates all walk the same dev states)."""
-    def score(policy, recs):
-        o = summarize_outcomes(simulate(policy, recs, memo=memo))
-        return o["accuracy"] or 0.0, o["program_generations"]
-
-    return score
-
-
-def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True,
-                   memo: dict | None = None, lora_worker=None) -> tuple[dict, dict, dict]:
+def train_learners(env: TraceEnv, cfg: ExperimentConfig, log=print, nulls: bool = True,
+                   lora_worker=None) -> tuple[dict, dict, dict]:
     """Every learned controller for ``cfg.seed``: (policies, info, timing).
 
-    info: ``learned_rule`` (model, candidate table, dev tie) and ``dagger`` histories. ``memo``:
-    ``simulate``'s state memo, kept by the caller for as long as ``records`` live.
+    info: ``learned_rule`` (model, candidate table, dev tie) and ``dagger`` histories.
     ``lora_worker``: train the LoRA policies there (``_lora_fit``); their ``info`` and ``timing``
     entries are then complete once the policies have been used (or the worker closed).
     """
     timing, t0 = {}, time.monotonic()
-    splits = by_split(records)
-    train = _scored(splits["train"])
+    train = env.split("train", only_scored=True)
     policies, info = {}, {}
 
     # --- learned rule: full-state behaviour cloning, model choice on dev --------------------
-    data = labelled(full_state_pairs(train, memo), cost=cfg.cost)
-    rule, rule_table = select_rule(data, _scored(splits["dev"]), dev_scorer(memo), seed=cfg.seed)
+    data = labelled(env.chain_pairs(train), cost=cfg.cost)
+    rule, rule_table = select_rule(data, env.split("dev", only_scored=True), env.score, seed=cfg.seed)
     policies["learned_rule"] = rule
     info["learned_rule"] = {"model": rule.model_name, "candidates": rule_table, "dev_tie": dev_tie(rule_table),
                             "n_train_states": len(data),
@@ -189,9 +175,9 @@ def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True
     # --- LoRA policies (early stopping on labelled dev states) -----------------------------
     lora_meta: dict = {}
     lora_any = cfg.train_lora or cfg.train_shuffled_lora
-    dev_data = (labelled(full_state_pairs(_scored(splits["dev"]), memo), cost=cfg.cost, commit_any=False)
+    dev_data = (labelled(env.chain_pairs(env.split("dev", only_scored=True)), cost=cfg.cost, commit_any=False)
                 if lora_any else None)
-    base_data = labelled(full_state_pairs(train, memo), cost=cfg.cost, commit_any=False) if lora_any else None
+    base_data = labelled(env.chain_pairs(train), cost=cfg.cost, commit_any=False) if lora_any else None
     if cfg.train_lora:
         policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False, dev_data, lora_meta, lora_worker,
                                                 timing, "lora_s")(base_data)
@@ -209,7 +195,7 @@ def train_learners(records, cfg: ExperimentConfig, log=print, nulls: bool = True
             learners["lora_seq_policy"] = _lora_fit(cfg, "lora_dagger", False, dev_data, lora_meta, lora_worker)
         for lname, fit in learners.items():
             final, hist = run_dagger(fit, train, iters=cfg.dagger_iters, beta0=cfg.dagger_beta, seed=cfg.seed,
-                                     evaluate=lambda p: _evaluate_on(p, splits, cfg.seed, memo), cost=cfg.cost,
+                                     evaluate=lambda p: _evaluate_on(p, env, cfg.seed), cost=cfg.cost,
                                      commit_any=lname == "learned_rule")  # LoRA: no PROGRAM:j (see _lora_examples)
             info["dagger"][lname] = hist
             dname = "learned_rule_dagger" if lname == "learned_rule" else "lora_dagger"
@@ -279,7 +265,7 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print, lora_w
     t0 = time.monotonic()
     worker = lora_worker
     if worker is None and needs_lora_worker(cfg):
-        from .lora_worker import LoraWorker
+        from controller.learn.lora_worker import LoraWorker
 
         worker = LoraWorker()
     try:
@@ -290,25 +276,24 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print, lora_w
             worker.close()
 
 
-def _simulate_all(policies: dict, records, memo: dict) -> dict:
+def _simulate_all(policies: dict, env: TraceEnv) -> dict:
     """Every policy's outcomes, in ``policies`` order. The LoRA policies are simulated last: with a
     worker, the others run while it still trains (each simulation is independent of the others)."""
     lora = [k for k, p in policies.items() if isinstance(p, _LoraAdapter)]
-    outs = {k: simulate(p, records, memo=memo) for k, p in policies.items() if k not in lora}
-    outs.update({k: simulate(policies[k], records, memo=memo) for k in lora})
+    outs = {k: env.simulate(p) for k, p in policies.items() if k not in lora}
+    outs.update({k: env.simulate(policies[k]) for k in lora})
     return {k: outs[k] for k in policies}
 
 
 def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, worker) -> tuple[dict, dict]:
     from dataclasses import replace
 
-    splits = by_split(records)
-    train = _scored(splits["train"])
-    policies = {name: cls() for name, cls in FIXED_POLICIES.items()}
-    policies["oracle_seq"] = Oracle(records, cost=cfg.cost)  # unscored cases get DIRECT: no action can be right
+    env = TraceEnv(records)  # one memo of states, shared by every simulation of these records
+    train = env.split("train", only_scored=True)
+    policies = fixed_policies()
+    policies[ORACLE] = Oracle(records, cost=cfg.cost)  # unscored cases get DIRECT: no action can be right
 
-    memo: dict = {}  # (record, position) -> State, shared by every simulation of these records
-    learned, info, timing = train_learners(records, cfg, log=log, memo=memo, lora_worker=worker)
+    learned, info, timing = train_learners(env, cfg, log=log, lora_worker=worker)
     policies.update({k: v for k, v in learned.items() if k not in ("learned_rule_dagger", "lora_dagger")})
 
     # --- first what no LoRA policy enters (with a worker, it runs while the worker trains): the
@@ -317,35 +302,34 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     rule_name = info["learned_rule"]["model"]
     rule_fit = lambda d, lam: fit_rule(d, rule_name, cfg.seed, name=f"rule_lam{lam}")
     # at lam = 0 the labels are the learned rule's own (same model, data and seed): reuse it
-    rule_frontier = _frontier(rule_fit, train, splits, cfg.frontier_lambdas, cfg,
-                              known={0.0: learned["learned_rule"]}, memo=memo)
+    rule_frontier = _frontier(rule_fit, env, cfg.frontier_lambdas, cfg, known={0.0: learned["learned_rule"]})
     rule_frontier_s = time.monotonic() - t
     cv_parts, cv_timing = _cross_validation(records, cfg, log) if cfg.cv_folds else ({}, {})
 
     # --- simulate every policy on every split ---------------------------------------------
     if has_samples(_scored(records)):  # --program-samples K > 1: policies that RESAMPLE
-        policies.update({name: cls() for name, cls in TREE_POLICIES.items()})
-    outcomes = _simulate_all(policies, records, memo)
+        policies.update(fixed_policies(chain=False, samples=True))
+    outcomes = _simulate_all(policies, env)
     for dname in ("learned_rule_dagger", "lora_dagger"):
         if dname in learned:
-            outcomes[dname] = simulate(learned[dname], records, memo=memo)
+            outcomes[dname] = env.simulate(learned[dname])
     results = {name: _per_split(outs, cfg.seed) for name, outs in outcomes.items()}
-    info["commit_any_sample"] = commit_any_headroom(records, outcomes["oracle_seq"], cost=cfg.cost)
+    info["commit_any_sample"] = commit_any_headroom(records, outcomes[ORACLE], cost=cfg.cost)
     summary = {"splits": split_counts(records), "policy_results": results, **info,
-               "cost_units": {"generations": "program generations", "tokens": "completion tokens",
-                              "work": work_unit(_scored(records)), "sandbox_ms": "milliseconds"}}
+               "cost_units": cost_units(env.scored())}
 
     # --- every further seed: retrain every learner, keep its per-split results ------------
     if cfg.seeds > 1:
         t = time.monotonic()
-        per_seed = {cfg.seed: {k: results[k] for k in learned if k not in NULL_POLICIES}}
-        actions = {cfg.seed: {k: _actions(outcomes[k]) for k in learned if k not in NULL_POLICIES}}
+        seeded = [k for k in learned if REGISTRY[k].seeded]
+        per_seed = {cfg.seed: {k: results[k] for k in seeded}}
+        actions = {cfg.seed: {k: _actions(outcomes[k]) for k in seeded}}
         rule_models = {cfg.seed: info["learned_rule"]["model"]}
         for i in range(1, cfg.seeds):
             s = cfg.seed + i
             scfg = replace(cfg, seed=s, adapters_dir=f"{cfg.adapters_dir}/seed{s}")
-            pols, sinfo, _ = train_learners(records, scfg, log=log, nulls=False, memo=memo, lora_worker=worker)
-            outs = _simulate_all(pols, records, memo)
+            pols, sinfo, _ = train_learners(env, scfg, log=log, nulls=False, lora_worker=worker)
+            outs = _simulate_all(pols, env)
             per_seed[s] = {k: _per_split(o, s) for k, o in outs.items()}
             actions[s] = {k: _actions(o) for k, o in outs.items()}
             rule_models[s] = sinfo["learned_rule"]["model"]
@@ -360,8 +344,8 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     summary["frontier"] = {"learned_rule": rule_frontier}
     if cfg.train_lora and cfg.lora_frontier_lambdas:
         lora_fit = _lora_fit(cfg, "lora_frontier", False, worker=worker)  # no early stopping: dev labels are lam = 0
-        summary["frontier"]["lora_seq_policy"] = _frontier(lambda d, lam: lora_fit(d, f"lam{lam}"), train, splits,
-                                                           cfg.lora_frontier_lambdas, cfg, memo=memo)
+        summary["frontier"]["lora_seq_policy"] = _frontier(lambda d, lam: lora_fit(d, f"lam{lam}"), env,
+                                                           cfg.lora_frontier_lambdas, cfg)
     timing["frontier_s"] = round(rule_frontier_s + time.monotonic() - t, 2)
 
     # --- cross-validation (computed first) ---------------------------------------------------
@@ -374,8 +358,6 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
         summary["policy_results"] = {k: v for k, v in results.items() if k in cfg.policies}
     summary["paired_tests"] = {s: paired_tests(outcomes, split=s, seed=cfg.seed) for s in ("dev", "test")}
     summary["failures"] = failure_breakdown(records, outcomes)
-    from .study import study_sections  # headroom, routing, pre-registered hypotheses, power
-
     t = time.monotonic()
     summary.update(study_sections(records, outcomes, summary, study=cfg.study, cost=cfg.cost, seed=cfg.seed))
     timing["study_s"] = round(time.monotonic() - t, 2)
@@ -387,15 +369,11 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
 def _cross_validation(records, cfg: ExperimentConfig, log) -> tuple[dict, dict]:
     """(summary parts, timing): ``cv`` and, with ``split_seeds`` > 1, ``split_seed_records`` and
     ``split_seeds`` (the rule, the fixed policies and the oracle only: no LoRA policy)."""
-    from .cv import run_cv
-
     parts, timing = {}, {}
     t = time.monotonic()
     parts["cv"] = run_cv(records, cfg, log=log)
     timing["cv_s"] = round(time.monotonic() - t, 2)
     if cfg.split_seeds > 1:  # the same CV under further fold assignments (split_seeds.py)
-        from .split_seeds import split_seed_outcomes, spread_summary
-
         t = time.monotonic()
         parts["split_seed_records"] = split_seed_outcomes(records, cfg, log=log, first_cv=parts["cv"])
         parts["split_seeds"] = spread_summary(parts["split_seed_records"])
@@ -403,23 +381,21 @@ def _cross_validation(records, cfg: ExperimentConfig, log) -> tuple[dict, dict]:
     return parts, timing
 
 
-def _frontier(fit: Callable, train, splits, lambdas, cfg: ExperimentConfig, known: dict | None = None,
-              memo: dict | None = None) -> dict:
+def _frontier(fit: Callable, env: TraceEnv, lambdas, cfg: ExperimentConfig, known: dict | None = None) -> dict:
     """Sweep the trade-off weight: oracle labels that charge lam per unit cost -> one policy each.
 
     ``known`` maps a weight to a policy already trained on exactly those labels (not refit).
     ``cost`` per case is in the unit ``controller.cost.cost_unit`` names (thousands for tokens
     and work)."""
-    points, pairs = [], full_state_pairs(train, memo)  # the states are the same at every weight: build them once
+    points, pairs = [], env.chain_pairs(env.split("train", only_scored=True))  # the same at every weight
     for lam in lambdas:
         pol = (known or {}).get(lam) or fit(labelled(pairs, lam, cfg.cost), lam)
         for split in ("dev", "test"):
-            outs = simulate(pol, _scored(splits[split]), memo=memo)
+            outs = env.simulate(pol, env.split(split, only_scored=True))
             summ = summarize_outcomes(outs, seed=cfg.seed)
             n = max(len(outs), 1)
-            total = {"generations": summ["program_generations"], "tokens": summ["generated_tokens"] / 1000,
-                     "work": summ["work"] / 1000}[cfg.cost]
-            points.append({"lambda": lam, "split": split, "cost": round(total / n, 4), "accuracy": summ["accuracy"],
+            points.append({"lambda": lam, "split": split, "cost": round(unit(cfg.cost).per_case(summ, n), 4),
+                           "accuracy": summ["accuracy"],
                            "program_generations": summ["program_generations"], "work": summ["work"],
                            "generated_tokens": summ["generated_tokens"], "exact": summ["exact"], "n": summ["n"]})
     return {"cost": cfg.cost, "points": points}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .state import (COMMIT_SAMPLE, as_pos, base_actions, chains, commit_choice, committed_sample_of, shared_view,
+from controller.env.state import (COMMIT_SAMPLE, as_pos, base_actions, chains, commit_choice, committed_sample_of, shared_view,
                     valid_actions)
 
 _BASE_ORDER = {"DIRECT": 0, "PROGRAM": 1, "WRITE": 2, "FIX": 3, "RESAMPLE": 4}
@@ -40,7 +40,7 @@ def _order_keys(actions) -> dict[str, tuple]:
 
 def attempt_cost(record: dict, rnd: dict, cost: str = "generations") -> float:
     """The cost of revealing one program round (a round dict of any sample; units: ``controller.cost``)."""
-    from .cost import round_cost as _cost
+    from controller.env.cost import round_cost as _cost
 
     return _cost(record, rnd, cost)
 

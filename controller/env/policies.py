@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from .oracle import best_action, tree_search
-from .state import State
+from controller.env.oracle import best_action, tree_search
+from controller.env.state import State
 
 
 class Policy(Protocol):
@@ -159,6 +159,4 @@ class Mixture:
         return out
 
 
-FIXED_POLICIES = {p.name: p for p in (DirectOnly, AlwaysTool, VisibleDisagree, WriteOnce)}
-# Policies that need RESAMPLE (--program-samples K > 1); with K = 1 they add nothing new.
-TREE_POLICIES = {p.name: p for p in (CrossCheck, ResampleVisible)}
+

@@ -207,7 +207,7 @@ def holm(pvalues: Sequence[float], alpha: float = ALPHA) -> list[float]:
     return [min(1.0, float(p)) for p in adjusted]
 
 
-ORACLE = "oracle_seq"
+from controller.env.registry import ORACLE  # noqa: E402  (re-exported for the study modules)
 EXCLUDE_ORACLE = "the hindsight oracle reads hidden answers: a ceiling, not a hypothesis"
 EXCLUDE_TIE = "no family with a non-zero difference (identical outcomes): the test cannot reject at any alpha"
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from tracegen.conversations import direct_conversation, program_chains, round_conversation
 
-from .outputs import atomic_write_text
+from controller.report.outputs import atomic_write_text
 
 EXPORT_SPLITS = ("train", "dev")
 

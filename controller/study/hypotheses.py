@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .routing import UNITS, case_vectors, hull_value, mix_weight, point, upper_hull
-from .stats import (ALPHA, EXCLUDE_ORACLE, ORACLE, comparison_key, distinct_holm, family_bootstrap,
+from controller.study.routing import UNITS, case_vectors, hull_value, mix_weight, point, upper_hull
+from controller.study.stats import (ALPHA, EXCLUDE_ORACLE, ORACLE, comparison_key, distinct_holm, family_bootstrap,
                     family_sign_flip_p)
 
 KINDS = {"accuracy_diff": 2, "cost_saving": 2, "cheaper_no_loss": 2, "beats_random_mix": (1, 3)}

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .cost import round_work
-from .oracle import committed_correct, next_pos, revealed_round
-from .state import State, chains, commit_choice, committed_sample_of, is_commit, shared_view, visible_state
+from controller.env.cost import round_work
+from controller.env.oracle import committed_correct, next_pos, revealed_round
+from controller.env.state import State, chains, commit_choice, committed_sample_of, is_commit, shared_view, visible_state
 
 
 class InvalidAction(RuntimeError):

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .stats import _family_arrays
+from controller.study.stats import _family_arrays
 
 EXACT_MAX = 4096
 RANDOM_FLIPS = 2000

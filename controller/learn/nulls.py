@@ -18,13 +18,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .policies import Oracle
-from .rule import fit_majority, fit_rule
-from .simulate import simulate
-from .state import chains
-from .training import all_state_pairs, labelled, oracle_pairs
+from controller.env.policies import Oracle
+from controller.learn.rule import fit_majority, fit_rule
+from controller.env.simulate import simulate
+from controller.env.state import chains
+from controller.learn.training import all_state_pairs, labelled, oracle_pairs
 
-NULL_POLICIES = ("majority_action", "learned_rule_shuffled", "learned_rule_bc_oracle", "learned_rule_bc_all")
 
 
 def train_nulls(train: Sequence[dict], data, model_name: str, *, seed: int = 0, cost: str = "generations"):

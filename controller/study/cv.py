@@ -12,12 +12,12 @@ it with a real base when needed.)
 from __future__ import annotations
 
 from cases import make_cv_folds
-from .experiment import dev_scorer
-from .policies import FIXED_POLICIES, Oracle
-from .rule import select_rule
-from .simulate import simulate
-from .stats import paired_tests, summarize_outcomes
-from .training import full_state_pairs, labelled
+from controller.env.policies import Oracle
+from controller.env.registry import ORACLE, fixed_policies
+from controller.env.traceenv import TraceEnv
+from controller.learn.rule import select_rule
+from controller.study.stats import paired_tests, summarize_outcomes
+from controller.learn.training import full_state_pairs, labelled
 
 
 def run_cv(records, cfg, log=print, fold_seed: int | None = None) -> dict:
@@ -41,21 +41,20 @@ def run_cv(records, cfg, log=print, fold_seed: int | None = None) -> dict:
         dev = [r for r in recs if r["split"] == "dev"]
         test = [r for r in recs if r["split"] == "test"]
 
-        memo: dict = {}  # this fold's records: every policy walks the same states
-        rule, _ = select_rule(labelled(full_state_pairs(train, memo), cost=cfg.cost), dev, dev_scorer(memo),
-                              seed=cfg.seed)
-        policies = {name: cls() for name, cls in FIXED_POLICIES.items()}
+        env = TraceEnv(recs)  # this fold's records: every policy walks the same states
+        rule, _ = select_rule(labelled(full_state_pairs(train, env), cost=cfg.cost), dev, env.score, seed=cfg.seed)
+        policies = fixed_policies()
         policies["learned_rule"] = rule
-        policies["oracle_seq"] = Oracle(test, cost=cfg.cost)  # labels and oracle in the run's --cost
+        policies[ORACLE] = Oracle(test, cost=cfg.cost)  # labels and oracle in the run's --cost
         res = {}
         for name, pol in policies.items():
-            outs = [dict(o, fold=i) for o in simulate(pol, test, memo=memo)]
+            outs = [dict(o, fold=i) for o in env.simulate(pol, test)]
             pooled.setdefault(name, []).extend(outs)
             res[name] = summarize_outcomes(outs, seed=cfg.seed)
         fold_results.append({"fold": i, "test_families": sorted(test_fams), "dev_families": sorted(dev_fams),
                              "n_test": len(test), "rule_model": rule.model_name, "policy_results": res})
         log(f"cv (split seed {fold_seed}) fold {i}: n_test={len(test)} rule={res['learned_rule']['accuracy']} "
-            f"oracle={res['oracle_seq']['accuracy']}")
+            f"oracle={res[ORACLE]['accuracy']}")
     return {"k": len(folds), "split_seed": fold_seed, "folds": fold_results,
             "pooled": {name: summarize_outcomes(outs, seed=cfg.seed) for name, outs in pooled.items()},
             "pooled_paired_tests": paired_tests(pooled, split="test", seed=cfg.seed),

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 # The child's command: the caller's import path first (a checkout run by the script shim finds
 # ``controller`` the same way), then serve on the inherited socket.
 _BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-         "from controller.lora_worker import _main; _main(int(sys.argv[2]), int(sys.argv[3]))")
+         "from controller.learn.lora_worker import _main; _main(int(sys.argv[2]), int(sys.argv[3]))")
 
 
 def _main(fd: int, nice: int = 0) -> None:
@@ -52,7 +52,7 @@ def _serve(conn, nice: int = 0) -> None:
     was = os.getpriority(os.PRIO_PROCESS, 0)
     if nice > 0:
         os.nice(nice)
-    from controller.lora import train_lora_policy  # noqa: F401  (and what a training needs:)
+    from controller.learn.lora import train_lora_policy  # noqa: F401  (and what a training needs:)
     import peft  # noqa: F401
     import torch  # noqa: F401
     from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .state import ACTIONS, COMMIT_SAMPLE, FEATURE_NAMES, State, features_for
+from controller.env.state import ACTIONS, COMMIT_SAMPLE, FEATURE_NAMES, State, features_for
 
 CANDIDATES = ("stump", "tree_depth2", "tree_depth3", "logistic", "forest")
 ALT = "PROGRAM:alt"  # a rule's name for the i-th chosen-sample commit a state lists: PROGRAM:alt1, ...
@@ -175,12 +175,10 @@ def fit_majority(data, name: str = "majority_action") -> RulePolicy:
 
 
 def dev_score(policy, records) -> tuple[float, int]:
-    """Simulated (accuracy, program generations) of a policy on dev records."""
-    from .simulate import simulate
-    from .stats import summarize_outcomes
+    """Simulated (accuracy, program generations) of a policy on dev records (``TraceEnv.score``)."""
+    from controller.env.traceenv import TraceEnv
 
-    o = summarize_outcomes(simulate(policy, records))
-    return o["accuracy"] or 0.0, o["program_generations"]
+    return TraceEnv(records).score(policy, records)
 
 
 def dev_tie(table: dict) -> bool:

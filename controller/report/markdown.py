@@ -13,15 +13,16 @@ import json
 import os
 from typing import Mapping
 
-from .failures import DIRECT_CATEGORIES, ROUND_CATEGORIES
-from .nulls_report import commit_any_section, nulls_section
-from .figures import COST_UNITS, FIGURE_NAMES, ORACLE, ordered_policies
-from .stats import min_discordant_for_significance
-from .study_report import STUDY_SECTIONS  # headroom, hypotheses, power, routing: the report opens with them
+from controller.study.failures import DIRECT_CATEGORIES, ROUND_CATEGORIES
+from controller.report.nulls import commit_any_section, nulls_section
+from controller.env.registry import ORACLE, deployable, ordered as ordered_policies
+from controller.report.figures import COST_UNITS, FIGURE_NAMES
+from controller.study.stats import min_discordant_for_significance
+from controller.report.split_seeds import render_split_seeds, split_seed_note
+from controller.report.study import STUDY_SECTIONS  # headroom, hypotheses, power, routing: the report opens with them
 
 SPLIT_ORDER = ("train", "dev", "test")
 # Policies a user can deploy: the oracle reads hidden answers, the shuffled run is a control.
-NOT_DEPLOYABLE = (ORACLE, "lora_shuffled_seq", "learned_rule_shuffled")
 
 
 # ----------------------------------------------------------------------------- formatting
@@ -141,7 +142,7 @@ def best_deployable(summary: Mapping) -> list[str]:
     Picked on dev, never on test; more than one name means dev could not tell them apart.
     """
     dev = dict(_results(summary, "dev"))
-    cands = {p: r for p, r in dev.items() if p not in NOT_DEPLOYABLE and r.get("n")}
+    cands = {p: r for p, r in dev.items() if deployable(p) and r.get("n")}
     if not cands:
         return []
     key = {p: (-(r.get("accuracy") or 0.0), r.get("program_generations") or 0) for p, r in cands.items()}
@@ -157,7 +158,7 @@ def best_deployable_sentence(summary: Mapping) -> str:
     d = dev[best[0]]
     on_test = ", ".join(f"`{p}` {_exact(test[p])}" for p in best if p in test)
     if len(best) == 1:
-        same_acc = [p for p, r in dev.items() if p not in NOT_DEPLOYABLE and r.get("n")
+        same_acc = [p for p, r in dev.items() if deployable(p) and r.get("n")
                     and r.get("accuracy") == d.get("accuracy")]
         note = ("" if len(same_acc) < 2 else
                 f" Dev cannot separate {len(same_acc)} deployable policies on accuracy (all {_exact(d)}); "
@@ -231,7 +232,7 @@ def _paired(s: Mapping) -> list[str]:
                  "Accuracy diff [95% CI, family bootstrap]", "p (family)", "p (Holm)", "Verdict"], rows)
     if not out:
         return []
-    from .stats import FAMILY_TEST
+    from controller.study.stats import FAMILY_TEST
 
     return ["## Paired tests", "",
             "Each policy against `always_tool_visible` and `direct_only` on the same cases. "
@@ -434,8 +435,6 @@ def _cv(s: Mapping) -> list[str]:
     out = ["## Cross-validation", "",
            f"{cv.get('k', len(cv.get('folds') or []))} folds over families; each fold's "
            "test families are held out from training.", ""]
-    from .split_seeds import render_split_seeds, split_seed_note
-
     pooled = cv.get("pooled") or {}
     if pooled:
         out += [f"Pooled over folds (split seed {cv.get('split_seed', 'n/a')}):", ""] + _table(
@@ -658,7 +657,7 @@ def render_report(summary: Mapping) -> str:
 
 def write_report(summary: Mapping, path: str | os.PathLike) -> str:
     """Render and write atomically (temp file in the same folder, then ``os.replace``)."""
-    from .outputs import atomic_write_text
+    from controller.report.outputs import atomic_write_text
 
     atomic_write_text(path, render_report(summary))
     return str(path)

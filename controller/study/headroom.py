@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from .state import chains, commit_choice, shared_view
+from controller.env.state import chains, commit_choice, shared_view
 
 CELLS = ("direct_only_right", "both_right", "direct_right_commit_wrong", "program_only_right", "both_wrong",
          "nothing_right")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .headroom import CELL_TEXT, CELLS
+from controller.study.headroom import CELL_TEXT, CELLS
 
 UNIT_TEXT = {"generations": "program generations", "tokens": "thousand completion tokens (program rounds)",
              "work": "thousand work units (search nodes for synth, completion tokens for models)"}

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .policies import ResampleVisible
-from .simulate import simulate
-from .state import chains
+from controller.env.policies import ResampleVisible
+from controller.env.simulate import simulate
+from controller.env.state import chains
 
 NAME = ResampleVisible.name
 

@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 from typing import Callable, Mapping
 
-from .stats import wilson_ci
+from controller.env.registry import ORACLE, ordered as ordered_policies
+from controller.study.stats import wilson_ci
 
 FIGURE_NAMES = (
     "heldout_accuracy.png",
@@ -22,24 +23,12 @@ FIGURE_NAMES = (
     "recoveries_losses.png",
     "accuracy_vs_compute.png",
 )
-# Known policies first, in the order the report discusses them; new ones follow sorted.
-POLICY_ORDER = (
-    "direct_only", "always_tool_visible", "visible_disagree_rule", "learned_rule",
-    "lora_seq_policy", "lora_shuffled_seq", "oracle_seq",
-)
-ORACLE = "oracle_seq"
 # Frontier cost kinds and their per-case unit: tokens are counted in thousands.
 COST_UNITS = {"generations": "program generations", "tokens": "thousand generated tokens",
               "work": "thousand work units (search nodes for synth, tokens for models)"}
 
 
 # ----------------------------------------------------------------------------- data helpers
-
-
-def ordered_policies(policy_results: Mapping) -> list[str]:
-    """Policies in report order: the known ones first, then any others alphabetically."""
-    known = [p for p in POLICY_ORDER if p in policy_results]
-    return known + sorted(p for p in policy_results if p not in POLICY_ORDER)
 
 
 def _split_rows(summary: Mapping, split: str) -> list[tuple[str, Mapping]]:
@@ -320,7 +309,7 @@ def draw_cost_panels(summary: Mapping, plt):
 def _save_atomic(fig, path: Path) -> None:
     import io
 
-    from .outputs import atomic_write_bytes
+    from controller.report.outputs import atomic_write_bytes
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from .headroom import headroom_table
-from .hypotheses import Study, default_study, evaluate_study, load_study
-from .policies import FIXED_POLICIES, TREE_POLICIES
-from .power import min_detectable_effect
-from .routing import ORACLE, routing_table
+from controller.study.headroom import headroom_table
+from controller.study.hypotheses import Study, default_study, evaluate_study, load_study
+from controller.env.registry import is_learner, role
+from controller.study.power import min_detectable_effect
+from controller.study.routing import routing_table
 
 
 def outcome_splits(outcomes: Mapping[str, Sequence[Mapping]], cv_pooled: Mapping | None) -> dict:
@@ -28,8 +28,8 @@ def outcome_splits(outcomes: Mapping[str, Sequence[Mapping]], cv_pooled: Mapping
 def roles(outcomes: Mapping) -> tuple[list[str], list[str]]:
     """(fixed policies, learned controllers) among the policies that ran; the oracle and shuffled
     controls are neither."""
-    fixed = [p for p in (*FIXED_POLICIES, *TREE_POLICIES) if p in outcomes]
-    learners = [p for p in outcomes if p not in fixed and p != ORACLE and "shuffled" not in p]
+    fixed = [p for p in outcomes if role(p) == "fixed"]
+    learners = [p for p in outcomes if is_learner(p)]
     return fixed, learners
 
 
