@@ -20,8 +20,9 @@ from tracegen.backends import BackendConfig, PartialGeneration, available_backen
 from tracegen.records import TraceFileError, read_traces, repair_torn_tail
 from tracegen.rollout import RolloutConfig
 
-from controller.study.experiment import POLICY_NAMES, ExperimentConfig, run_experiment
-from controller.report.outputs import atomic_write_json, versions, write_predictions
+from controller.study.experiment import ExperimentConfig, run_experiment
+from controller.env.registry import names
+from controller.report.outputs import atomic_write_json, versions, write_cv_predictions, write_predictions
 
 TRACING_NICE = 10  # niceness of the imports done while tracing keeps the cores busy
 # what the controllers, statistics and figures import (~4 s on a 2-core machine): a run that
@@ -167,9 +168,10 @@ def check_flags(cfg: RunConfig) -> None:
         p = Path(e.lora.base_model)
         if not (p / "config.json").is_file():
             raise UsageError(f"--policy-model: {p} holds no model (no config.json there)")
-    unknown = sorted(set(e.policies or ()) - set(POLICY_NAMES))
+    known = names(max_repairs=cfg.rollout.max_repairs)
+    unknown = sorted(set(e.policies or ()) - set(known))
     if unknown:
-        raise UsageError(f"--policies: unknown policy {unknown[0]!r}; choose from {', '.join(POLICY_NAMES)}")
+        raise UsageError(f"--policies: unknown policy {unknown[0]!r}; choose from {', '.join(known)}")
     if cfg.sft_max_tokens < 0:
         raise UsageError(f"--sft-max-tokens: must be >= 0 (0: no limit), got {cfg.sft_max_tokens}")
     if cfg.resume and not cfg.generate_traces:
@@ -178,7 +180,7 @@ def check_flags(cfg: RunConfig) -> None:
         from controller.study.hypotheses import StudyError, load_study
 
         try:
-            load_study(e.study, known_policies=POLICY_NAMES)
+            load_study(e.study, known_policies=known)
         except StudyError as err:
             raise UsageError(f"--study {err}") from None
     if e.split_seeds < 1:
@@ -327,6 +329,22 @@ def _slice_synth_waves(cfg: RunConfig) -> None:
         cfg.rollout.request_slice = 8 * workers(cfg.backend)
 
 
+def _traces_started(cfg: RunConfig) -> str:
+    """When this trace file was started (UTC, ISO 8601): kept from run_config.json on --resume,
+    now for a new file. A study file committed before it is a registration made before the traces."""
+    import datetime
+
+    path = _run_config_path(cfg)
+    if cfg.resume and trace_path(cfg).exists() and path.exists():
+        try:
+            old = json.loads(path.read_text()).get("traces_started_utc")
+        except (OSError, ValueError):
+            old = None
+        if old:
+            return old
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+
+
 def _open_backend(cfg: RunConfig):
     """Build the backend (loading a model, checking an endpoint) before anything is written."""
     from tracegen.backends import get_backend
@@ -358,7 +376,8 @@ def _generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict
 
     _start_trace_file(cfg, log)
     atomic_write_json(_run_config_path(cfg), {"trace_config": tcfg, "backend": asdict(cfg.backend),
-                                              "rollout": asdict(cfg.rollout)})
+                                              "rollout": asdict(cfg.rollout),
+                                              "traces_started_utc": _traces_started(cfg)})
     with Sandbox(workers=cfg.workers) as sb:
         return rollout(cases, split_of, backend, sb, trace_path(cfg), cfg.rollout, done_ids=done)
 
@@ -498,6 +517,13 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, 
     return write_outputs(cfg, summary, outcomes, records, timing, t0, log)
 
 
+def _by_policy(rows) -> dict:
+    out: dict = {}
+    for r in rows:
+        out.setdefault(r["policy"], []).append(r)
+    return out
+
+
 def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -> dict:
     from sandbox import protections
 
@@ -506,9 +532,13 @@ def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -
 
     reports = _reports(cfg)
     cv = summary.get("cv")
+    per_seed = summary.pop("split_seed_records", None)  # per-case records: written as predictions/cv/
     if cv:
-        cv.pop("pooled_outcomes", None)
-    summary.pop("split_seed_records", None)  # per-case records: for code that recomputes statistics
+        pooled = cv.pop("pooled_outcomes", None)
+        if per_seed is None and pooled:
+            per_seed = [{"split_seed": cv.get("split_seed", cfg.split_seed), "records": [
+                {**o, "policy": p, "split_seed": cv.get("split_seed", cfg.split_seed)} for p, outs in pooled.items()
+                for o in outs]}]
     exp = asdict(cfg.experiment)
     exp["lora"] = asdict(cfg.experiment.lora) if cfg.experiment.lora is not None else None
     full = {
@@ -521,6 +551,9 @@ def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -
     }
     full["timing"] = {**timing, **summary.get("timing", {}), "total_s": round(time.monotonic() - t0, 2)}
     write_predictions(reports / "predictions", outcomes)
+    if per_seed:
+        write_cv_predictions(reports / "predictions" / "cv", [
+            {"split_seed": b["split_seed"], "outcomes": _by_policy(b["records"])} for b in per_seed])
     write_figures(full, reports / "figures")
     write_report(full, reports / "report.md")
     atomic_write_json(reports / "final_summary.json", full)

@@ -3,7 +3,7 @@
 
 Old: one row per (state, action), logits over the whole vocabulary at every position (what the
 trainer did when it was measured at 11.5 GB on SmolLM2), every example its own row.
-New: the default scoring of ``controller/lora_scoring.py`` (one row per state when the actions'
+New: the default scoring of ``controller/learn/lora_scoring.py`` (one row per state when the actions'
 first tokens differ, logits only at the action position) on merged duplicate states.
 
 Each (base, way) runs in a fresh subprocess so peak memory (max RSS) is its own. The states are

@@ -180,7 +180,7 @@ def test_lora_trains_once_unless_the_frontier_is_asked_for(monkeypatch, frontier
     import controller.study.experiment as exp
 
     counter = _CountingFit()
-    monkeypatch.setattr(exp, "_lora_fit", counter)
+    monkeypatch.setattr(exp, "lora_fit", counter)
     cfg = _cfg(train_lora=True, lora_frontier_lambdas=frontier)
     summary, outcomes = run_experiment(_records(), cfg, log=lambda *a: None)
     assert len(counter.calls) == trainings
@@ -188,11 +188,13 @@ def test_lora_trains_once_unless_the_frontier_is_asked_for(monkeypatch, frontier
     assert "lora_seq_policy" in outcomes
 
 
-def test_rule_frontier_at_zero_is_the_learned_rule():
-    summary, _ = run_experiment(_records(), ExperimentConfig(progress=False, frontier_lambdas=(0.0, 0.5)),
-                                log=lambda *a: None)
+@pytest.mark.parametrize("price", [0.0, 0.5])
+def test_rule_frontier_at_its_price_is_the_learned_rule(price):
+    cfg = ExperimentConfig(progress=False, frontier_lambdas=(0.0, 0.5), rule_lambdas=(price,))
+    summary, _ = run_experiment(_records(), cfg, log=lambda *a: None)
+    assert summary["learned_rule"]["price"]["lambda"] == price
     pts = {(p["lambda"], p["split"]): p for p in summary["frontier"]["learned_rule"]["points"]}
     for split in ("dev", "test"):  # every record is scored here, so the totals match exactly
         r = summary["policy_results"]["learned_rule"][split]
-        assert (pts[(0.0, split)]["exact"], pts[(0.0, split)]["program_generations"]) == (
+        assert (pts[(price, split)]["exact"], pts[(price, split)]["program_generations"]) == (
             r["exact"], r["program_generations"])

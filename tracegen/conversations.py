@@ -3,7 +3,7 @@
 A record stores what the model answered (``raw``) but not the prompts: they are a pure function
 of the task and the earlier rounds (``tracegen.prompts``). ``round_messages`` is the ONE place
 that rebuilds the prompt of a program round; the viewer (the repair feedback a round got) and
-the SFT export (``controller/sft.py``) both call it, so a change to the repair prompt is made
+the SFT export (``controller/report/sft.py``) both call it, so a change to the repair prompt is made
 here once.
 
 Records of trace schema v1 hold a flat ``samples`` list of WRITE round dicts; v2 holds a list

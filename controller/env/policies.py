@@ -71,6 +71,41 @@ class WriteOnce(_PerState):
         return "PROGRAM" if "PROGRAM" in s.valid_actions else "DIRECT"
 
 
+class RepairAtMost(_PerState):
+    """A fixed repair budget: write, repair while the public example fails and fewer than ``r``
+    repairs of this program were made, commit a passing program, else answer directly.
+    ``r`` = 0 is ``write_once``; ``r`` >= the traces' max repairs is ``always_tool_visible``."""
+
+    def __init__(self, r: int):
+        self.r = int(r)
+        self.name = f"repair_at_most_{self.r}"
+
+    def choose(self, s: State) -> str:
+        valid = s.valid_actions
+        if "WRITE" in valid:
+            return "WRITE"
+        if "PROGRAM" in valid:
+            return "PROGRAM"
+        if "FIX" in valid and s.features["revealed"] - 1 < self.r:
+            return "FIX"
+        return "DIRECT"
+
+
+class DirectIfShapeFits(_PerState):
+    """Answer directly when the direct answer has the shape the public example predicts (its
+    columns as the example's output, its rows as the example's in -> out row ratio applied to the
+    new input); otherwise always-tool. Reads only visible arithmetic on table shapes."""
+
+    name = "direct_if_shape_fits"
+
+    def choose(self, s: State) -> str:
+        f = s.features
+        if s.revealed == 0 and f["direct_parsed"] and f["direct_cols_match_example"] \
+                and abs(f["direct_rows_vs_ratio"]) < 1e-9:
+            return "DIRECT"
+        return AlwaysTool.choose(self, s)
+
+
 class CrossCheck(_PerState):
     """Always-tool with a cross-check: after the first program passes the public example, draw one
     more independent program (RESAMPLE, not repaired) and commit only on agreement.

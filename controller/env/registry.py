@@ -20,8 +20,10 @@ from typing import Callable, Mapping
 
 from controller.env import policies as P
 
-ROLES = ("fixed", "learned", "null", "control", "oracle")
+ROLES = ("fixed", "baseline", "learned", "null", "control", "oracle")
 ORACLE = "oracle_seq"
+BEST_FIXED = "best_fixed"
+REPAIR_BUDGET = "repair_at_most_"  # + r: one fixed policy per repair budget r = 1 .. max_repairs - 1
 
 
 @dataclass(frozen=True)
@@ -37,21 +39,24 @@ def _specs() -> tuple[PolicySpec, ...]:
     fixed = lambda cls, **kw: PolicySpec(cls.name, "fixed", cls, **kw)
     return (
         fixed(P.DirectOnly),
+        fixed(P.WriteOnce),
+        PolicySpec(REPAIR_BUDGET + "*", "fixed"),  # the repair budgets' place in the order
         fixed(P.AlwaysTool),
         fixed(P.VisibleDisagree),
-        PolicySpec("learned_rule", "learned", seeded=True),
-        PolicySpec("lora_seq_policy", "learned", seeded=True),
-        PolicySpec("lora_shuffled_seq", "control", seeded=True),
-        PolicySpec(ORACLE, "oracle"),
+        fixed(P.DirectIfShapeFits),
         fixed(P.CrossCheck, needs_samples=True),
-        PolicySpec("learned_rule_bc_all", "null"),
-        PolicySpec("learned_rule_bc_oracle", "null"),
+        fixed(P.ResampleVisible, needs_samples=True),
+        PolicySpec(BEST_FIXED, "baseline"),
+        PolicySpec("learned_rule", "learned", seeded=True),
         PolicySpec("learned_rule_dagger", "learned", seeded=True),
-        PolicySpec("learned_rule_shuffled", "control"),
+        PolicySpec("lora_seq_policy", "learned", seeded=True),
         PolicySpec("lora_dagger", "learned", seeded=True),
         PolicySpec("majority_action", "null"),
-        fixed(P.ResampleVisible, needs_samples=True),
-        fixed(P.WriteOnce),
+        PolicySpec("learned_rule_bc_oracle", "null"),
+        PolicySpec("learned_rule_bc_all", "null"),
+        PolicySpec("learned_rule_shuffled", "control"),
+        PolicySpec("lora_shuffled_seq", "control", seeded=True),
+        PolicySpec(ORACLE, "oracle"),
     )
 
 
@@ -59,21 +64,44 @@ REGISTRY: dict[str, PolicySpec] = {s.name: s for s in _specs()}
 assert all(s.role in ROLES for s in REGISTRY.values())
 
 
-def names(*roles: str) -> tuple[str, ...]:
-    """Registered names of these roles (all with none), in registry order."""
-    return tuple(n for n, s in REGISTRY.items() if not roles or s.role in roles)
+def repair_budget(name: str) -> int | None:
+    """r of ``repair_at_most_<r>``, else None."""
+    tail = name[len(REPAIR_BUDGET):] if name.startswith(REPAIR_BUDGET) else ""
+    return int(tail) if tail.isdigit() else None
+
+
+def spec(name: str) -> PolicySpec | None:
+    r = repair_budget(name)
+    if r is not None:
+        return PolicySpec(name, "fixed", lambda: P.RepairAtMost(r))
+    return REGISTRY.get(name) if not name.endswith("*") else None
+
+
+def names(*roles: str, max_repairs: int = 0) -> tuple[str, ...]:
+    """Registered names of these roles (all with none), in registry order; the repair budgets
+    ``repair_at_most_1 .. max_repairs - 1`` at their place."""
+    out = []
+    for n, s in REGISTRY.items():
+        if roles and s.role not in roles:
+            continue
+        out += [f"{REPAIR_BUDGET}{r}" for r in range(1, max_repairs)] if n.endswith("*") else [n]
+    return tuple(out)
 
 
 def role(name: str) -> str | None:
-    spec = REGISTRY.get(name)
-    return spec.role if spec else None
+    s = spec(name)
+    return s.role if s else None
 
 
-def fixed_policies(*, chain: bool = True, samples: bool = False) -> dict:
-    """Fresh instances of the fixed policies: with ``chain`` those that work at K = 1, with
-    ``samples`` those that need K > 1 (RESAMPLE)."""
-    return {s.name: s.make() for s in REGISTRY.values() if s.role == "fixed"
-            and (samples if s.needs_samples else chain)}
+def fixed_policies(*, chain: bool = True, samples: bool = False, max_repairs: int = 0) -> dict:
+    """Fresh instances of the fixed policies: with ``chain`` those that work at K = 1 (the repair
+    budgets 1 .. ``max_repairs`` - 1 among them), with ``samples`` those that need K > 1."""
+    out = {}
+    for n in names("fixed", max_repairs=max_repairs):
+        s = spec(n)
+        if samples if s.needs_samples else chain:
+            out[n] = s.make()
+    return out
 
 
 def deployable(name: str) -> bool:
@@ -86,7 +114,11 @@ def is_learner(name: str) -> bool:
     return role(name) in ("learned", "null", None)
 
 
-def ordered(policies: Mapping | list) -> list[str]:
-    """Policies in report order: the registered ones first, then any others alphabetically."""
-    known = [p for p in REGISTRY if p in policies]
-    return known + sorted(p for p in policies if p not in REGISTRY)
+def ordered(policies) -> list[str]:
+    """Policies in report order: the registered ones first (repair budgets by r), then any
+    others alphabetically."""
+    budgets = sorted((p for p in policies if repair_budget(p) is not None), key=repair_budget)
+    out = []
+    for n in REGISTRY:
+        out += budgets if n.endswith("*") else [n] if n in policies else []
+    return out + sorted(p for p in policies if p not in out)

@@ -363,6 +363,7 @@ def render(view: dict, features: dict[str, float], valid: tuple[str, ...]) -> st
     drawn sample's rounds and the agreement of the passing programs."""
     rounds = view["rounds"]
     lines = [f"direct: {'parsed' if features['direct_parsed'] else 'unparsed'}"
+             f"{' cut_off' if features['direct_cut_off'] else ''}"
              f" cols_match={int(features['direct_cols_match_example'])}"
              f" rows_off={features['direct_rows_vs_ratio']:+.1f} copy={features['direct_copy_coverage']:.1f}"]
     tree = view["program_samples"] > 1
@@ -384,8 +385,22 @@ def render(view: dict, features: dict[str, float], valid: tuple[str, ...]) -> st
                      f" agree_direct={int(features['passing_agree_direct'])}")
         lines.append(f"samples: drawn={int(features['samples_drawn'])} left={int(features['samples_left'])}")
     lines.append(f"repairs_left: {int(features['repairs_left'])}")
+    # every other feature the rule reads (the example's shape ratios among them), so the LoRA
+    # policy sees what the rule sees; the error one-hots are the round status above
+    shown = RENDERED_FEATURES | {f"err_{e}" for e in ERRORS}
+    rest = [n for n in (ALL_FEATURE_NAMES if tree else FEATURE_NAMES) if n not in shown and n in features]
+    lines.append("features: " + " ".join(f"{n}={features[n]:.2g}" for n in rest))
     lines.append("valid: " + " ".join(valid))
     return "\n".join(lines)
+
+
+# features the lines of ``render`` above show by name (the rest go on its "features:" line)
+RENDERED_FEATURES = frozenset((
+    "direct_parsed", "direct_cut_off", "direct_cols_match_example", "direct_rows_vs_ratio", "direct_copy_coverage",
+    "prog_direct_agreement", "prog_equals_direct", "prog_cols_match_example", "prog_rows_vs_ratio", "repeated_code",
+    "passing_programs", "distinct_passing_outputs", "commit_support", "commit_equals_direct",
+    "passing_agree_direct", "samples_drawn", "samples_left", "repairs_left", "last_pass",
+    "last_cut_off"))
 
 
 def visible_state(record: dict, revealed) -> State:

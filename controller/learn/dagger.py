@@ -61,15 +61,16 @@ def learner_reached(keys: set, learner_acted: set) -> set:
 
 def run_dagger(fit: Callable, train: Sequence[dict], *, iters: int, beta0: float = 0.5, seed: int = 0,
                evaluate: Callable | None = None, lam: float = 0.0, cost: str = "generations",
-               commit_any: bool = True):
+               commit_any: bool = True, tie_weight: float = 0.0):
     """Return (final policy, history). ``evaluate(policy) -> dict`` adds per-iteration results.
+    ``lam``, ``cost``, ``tie_weight``: the labels' price of tools and weighting (``training.labelled``).
 
     ``commit_any=False``: the oracle (actions and labels) keeps to the majority-commit action space."""
     scored = [r for r in train if r["hidden"]["answer"] is not None]
     oracle = Oracle(scored, lam, cost, commit_any=commit_any)
     bc_keys = {s.key for _, s in full_state_pairs(scored)}
     visited0 = oracle_pairs(scored, lam, cost, commit_any)
-    data = labelled(visited0, lam, cost, commit_any).dedupe()
+    data = labelled(visited0, lam, cost, commit_any, tie_weight=tie_weight).dedupe()
     policy = fit(data, 0)
 
     def entry(i, beta, visited, before, data, policy, acted=frozenset()):
@@ -87,7 +88,7 @@ def run_dagger(fit: Callable, train: Sequence[dict], *, iters: int, beta0: float
         mix = Mixture(policy, oracle, beta, seed + i)
         simulate(mix, scored, states_out=visited)
         before = data.keys()
-        data = (data + labelled(visited, lam, cost, commit_any)).dedupe()
+        data = (data + labelled(visited, lam, cost, commit_any, tie_weight=tie_weight)).dedupe()
         policy = fit(data, i)
         history.append(entry(i, beta, visited, before, data, policy, mix.learner_acted))
     return policy, history

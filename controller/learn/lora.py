@@ -1,8 +1,8 @@
 """The LoRA controller policy: a causal LM, tuned with LoRA, picks the next action from the state.
 
-The model reads the rendered visible state (``controller/state.py``) followed by ``"\\nAction:"``
+The model reads the rendered visible state (``controller/env/state.py``) followed by ``"\\nAction:"``
 and scores each valid action by the log-probability of its tokens as the continuation
-(``controller/lora_scoring.py``). Training minimises the cross-entropy of the labelled action
+(``controller/learn/lora_scoring.py``). Training minimises the cross-entropy of the labelled action
 under a softmax restricted to that state's valid actions, weighted per example. Choosing is the
 argmax of the same scores, so the policy never returns an invalid action.
 
@@ -82,7 +82,7 @@ class LoraPolicyConfig:
         "help": "adapt only the last N decoder layers (0: all). Autograd then stops below them, so a "
                 "step's backward pass covers N layers instead of all of them"})
     score_mode: str = field(default="auto", metadata={
-        "help": "auto, first_token or sequence (see controller/lora_scoring.py)"})
+        "help": "auto, first_token or sequence (see controller/learn/lora_scoring.py)"})
     eval_every: int = field(default=20, metadata={
         "help": "steps between dev-loss evaluations for early stopping (0: off; needs dev examples)"})
     patience: int = field(default=1, metadata={
@@ -102,7 +102,7 @@ class LoraPolicyConfig:
 
 @dataclass(frozen=True)
 class PolicyExample:
-    prompt: str  # the rendered visible state (plain text, written by controller/state.py)
+    prompt: str  # the rendered visible state (plain text, written by controller/env/state.py)
     valid_actions: tuple[str, ...]  # subset of ACTIONS
     label: str  # the target action, one of valid_actions
     weight: float = 1.0

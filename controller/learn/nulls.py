@@ -26,12 +26,14 @@ from controller.learn.training import all_state_pairs, labelled, oracle_pairs
 
 
 
-def train_nulls(train: Sequence[dict], data, model_name: str, *, seed: int = 0, cost: str = "generations"):
-    """(policies, info) for the null and imitation baselines. ``data``: the learned rule's training set."""
+def train_nulls(train: Sequence[dict], data, model_name: str, *, seed: int = 0, cost: str = "generations",
+                lam: float = 0.0):
+    """(policies, info) for the null and imitation baselines. ``data``: the learned rule's training
+    set; ``lam``: its price of tools (the imitation baselines label their states at the same price)."""
     majority = fit_majority(data)
     shuffled = data.shuffled(seed)
-    bc_oracle = labelled(oracle_pairs(train, cost=cost), cost=cost).dedupe()
-    bc_all = labelled(all_state_pairs(train), cost=cost)
+    bc_oracle = labelled(oracle_pairs(train, lam, cost), lam, cost, tie_weight=0.0).dedupe()
+    bc_all = labelled(all_state_pairs(train), lam, cost, tie_weight=0.0)
     policies = {
         "majority_action": majority,
         "learned_rule_shuffled": fit_rule(shuffled, model_name, seed, name="learned_rule_shuffled"),

@@ -124,9 +124,15 @@ def remap_label(label: str, valid: Sequence[str], rng) -> str:
     return rng.choice(tools if (label != "DIRECT" and tools) else list(valid))
 
 
-def labelled(pairs, lam: float = 0.0, cost: str = "generations", commit_any: bool = True) -> TrainingSet:
+def labelled(pairs, lam: float = 0.0, cost: str = "generations", commit_any: bool = True,
+             tie_weight: float = TIE_WEIGHT) -> TrainingSet:
     """Drop unscored records (no label exists); attach oracle labels and regret weights.
 
+    The label is the best action by value (right minus ``lam`` x cost in ``cost``'s unit) and the
+    weight the mean regret of a wrong choice in the same value. ``tie_weight`` is the least
+    weight a state keeps: with ``lam`` = 0 a state whose actions differ only in cost has regret 0.
+    The cost-sensitive learners pass ``lam`` > 0 and ``tie_weight`` = 0 (a state weighs what a
+    wrong choice there costs, and a state where nothing is at stake is left out).
     ``commit_any=False``: labels over the majority-commit action space (PROGRAM:j never chosen),
     for a learner that cannot choose a sample (the LoRA policy)."""
     out, searches = TrainingSet(), {}
@@ -142,7 +148,10 @@ def labelled(pairs, lam: float = 0.0, cost: str = "generations", commit_any: boo
         # pilot's "best minus second best", but on the tree PROGRAM-now and RESAMPLE-then-PROGRAM can
         # reach the same value while DIRECT loses it: the state still decides correctness
         gap = values[label][0] - sum(others) / len(others) if others else 0.0
+        weight = max(gap, tie_weight)
+        if weight <= 0.0:
+            continue
         out.states.append(s)
         out.labels.append(label)
-        out.weights.append(max(gap, TIE_WEIGHT))
+        out.weights.append(weight)
     return out

@@ -16,6 +16,7 @@ from typing import Mapping
 from controller.study.failures import DIRECT_CATEGORIES, ROUND_CATEGORIES
 from controller.report.nulls import commit_any_section, nulls_section
 from controller.env.registry import ORACLE, deployable, ordered as ordered_policies
+from controller.report.answer import answer_md, repair_rounds_md, savings_md
 from controller.report.figures import COST_UNITS, FIGURE_NAMES
 from controller.study.stats import min_discordant_for_significance
 from controller.report.split_seeds import render_split_seeds, split_seed_note
@@ -639,7 +640,7 @@ def _limitations(s: Mapping) -> list[str]:
     return out
 
 
-SECTIONS = (*STUDY_SECTIONS, _summary, _split_section, _heldout, _dev_vs_test, _paired, _seeds, _learned_rule,
+SECTIONS = (answer_md, *STUDY_SECTIONS, savings_md, repair_rounds_md, _summary, _split_section, _heldout, _dev_vs_test, _paired, _seeds, _learned_rule,
             nulls_section, _dagger, _cross_check, commit_any_section, _cv, _frontier, _failures, _run_details,
             _figures, _limitations)
 

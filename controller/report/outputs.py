@@ -63,6 +63,28 @@ def write_predictions(out_dir: str | Path, outcomes_by_policy: dict[str, list[di
     return written
 
 
+CV_KEYS = ("policy", "split_seed", "fold", "case_id", "family", "actions", "source", "correct", "direct_correct",
+           "program_generations", "repair_actions", "generated_tokens", "search_nodes", "work")
+
+
+def write_cv_predictions(out_dir: str | Path, per_seed: list[dict]) -> list[str]:
+    """``predictions/cv/<policy>.jsonl``: every pooled cross-validation outcome, one row per
+    (split seed, case), so each cross-validated statistic can be recomputed from files.
+    ``per_seed``: ``[{"split_seed": s, "outcomes": {policy: [outcome, ...]}}, ...]``."""
+    rows: dict[str, list[str]] = {}
+    for block in per_seed:
+        for policy, outs in block["outcomes"].items():
+            rows.setdefault(policy, []).extend(
+                json.dumps({k: o.get(k) for k in CV_KEYS} | {"policy": policy, "split_seed": block["split_seed"]},
+                           ensure_ascii=False) + "\n" for o in outs)
+    written = []
+    for policy, lines in rows.items():
+        path = Path(out_dir) / f"{policy}.jsonl"
+        atomic_write_text(path, "".join(lines))
+        written.append(str(path))
+    return written
+
+
 def versions() -> dict:
     """Package versions and the git commit, so a summary says what produced it."""
     from importlib.metadata import PackageNotFoundError, version

@@ -83,7 +83,7 @@ def _round_view(task, chain: list[dict], i: int, hidden_exact, repair_history: b
 
 
 def _categories(record: dict, chains) -> list[str]:
-    """Failure tags from controller/failures.py's categories (graded ones need the hidden answer)."""
+    """Failure tags from controller/study/failures.py's categories (graded ones need the hidden answer)."""
     hidden = record.get("hidden") or {}
     if hidden.get("answer") is None:
         return ["unscored"]

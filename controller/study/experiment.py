@@ -22,14 +22,18 @@ from tracegen.grading import program_right
 
 from controller.env.cost import cost_units, unit
 from controller.learn.dagger import run_dagger
-from controller.study.failures import failure_breakdown
+from controller.learn.lora_policy import LoraAdapter, lora_fit
+from controller.study.failures import failure_breakdown, repair_pass_rates
 from controller.learn.nulls import commit_any_headroom, train_nulls
 from controller.env.policies import Oracle
-from controller.env.registry import ORACLE, REGISTRY, fixed_policies, names
+from controller.env.registry import BEST_FIXED, ORACLE, REGISTRY, fixed_policies, names
+from controller.learn.best_fixed import choose_best_fixed
 from controller.env.resample import has_samples
-from controller.learn.rule import dev_tie, fit_rule, select_rule
+from controller.learn.cost_rule import LAMBDAS, fit_learned_rule
+from controller.learn.rule import dev_tie, fit_rule
 from controller.env.traceenv import SPLITS, TraceEnv, scored as _scored
 from controller.study.cv import run_cv
+from controller.study.savings import savings_table
 from controller.study.sections import study_sections
 from controller.study.split_seeds import split_seed_outcomes, spread_summary
 from controller.study.stats import paired_tests, summarize_outcomes
@@ -37,6 +41,11 @@ from controller.env.state import base_actions
 from controller.learn.training import labelled
 
 POLICY_NAMES = names()
+
+
+def max_repairs(records) -> int:
+    """The traces' repair budget (their rollout's ``--max-repairs``)."""
+    return max((int(r.get("max_repairs", 0)) for r in records), default=0)
 
 
 @dataclass
@@ -49,8 +58,12 @@ class ExperimentConfig:
     cv_folds: int = field(default=0, metadata={"help": "family-level cross-validation folds (0: off)"})
     cost: str = field(default="generations", metadata={"help": "cost model: generations, tokens or work"})
     seeds: int = field(default=1, metadata={"help": "retrain every learned controller with seeds seed..seed+N-1"})
-    frontier_lambdas: tuple = field(default=(0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0),
-                                    metadata={"help": "trade-off weights swept for the rule's frontier"})
+    frontier_lambdas: tuple = field(default=(0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0),
+                                    metadata={"help": "prices of tools swept for the rule's frontier"})
+    rule_lambdas: tuple = field(default=LAMBDAS, metadata={
+        "help": "prices of tools (value = right - price x cost) the learned rule chooses from on dev"})
+    margin: float = field(default=0.02, metadata={
+        "help": "accuracy margin (share of cases) of the learned rule's dev guard against always-tool"})
     lora_frontier_lambdas: tuple = field(default=(), metadata={
         "help": "trade-off weights for the LoRA frontier (one training each); empty (the default): none"})
     policies: tuple | None = field(default=None, metadata={"help": "report only these policies (default: all)"})
@@ -90,64 +103,6 @@ def _per_split(outs, seed: int) -> dict:
     return {s: summarize_outcomes([o for o in outs if o["split"] == s], seed=seed) for s in SPLITS}
 
 
-def _lora_examples(data):
-    """LoRA rows over the base actions: its vocabulary has no PROGRAM:j, so it trains on labels of
-    the majority-commit action space (``labelled(..., commit_any=False)``)."""
-    from controller.learn.lora import PolicyExample
-
-    return [PolicyExample(s.text, base_actions(s.valid_actions), l, w)
-            for s, l, w in zip(data.states, data.labels, data.weights) if len(base_actions(s.valid_actions)) > 1]
-
-
-def _lora_fit(cfg: ExperimentConfig, name: str, shuffle: bool, dev_data=None, meta_out: dict | None = None,
-              worker=None, timing: dict | None = None, timing_key: str | None = None) -> Callable:
-    """``fit(training_set, iteration)`` for the LoRA policy; ``dev_data`` (labelled dev states)
-    drives early stopping; each training's timing and memory land in ``meta_out[tag]``, and its
-    seconds (from sending it to its result) in ``timing[timing_key]``.
-
-    With ``worker`` (a ``lora_worker.LoraWorker``) the training runs in the worker and ``fit``
-    returns at once: the policy waits for it when first used, and ``meta_out[tag]`` and
-    ``timing[timing_key]`` are filled in (at the place they were reserved) when its result is read."""
-    from dataclasses import replace
-
-    from controller.learn.lora import train_lora_policy
-
-    dev_examples = _lora_examples(dev_data) if dev_data is not None else None
-
-    def fit(data, iteration=None):
-        lcfg = replace(cfg.lora, seed=cfg.seed, shuffle_labels=shuffle)  # cfg.seed: this seed's run
-        tag = name if iteration is None else f"{name}_{iteration}"
-        args = (_lora_examples(data), lcfg, f"{cfg.adapters_dir}/{tag}")
-        row = meta_out.setdefault(tag, {}) if meta_out is not None else {}
-        if timing is not None and timing_key:
-            timing[timing_key] = None
-        sent = time.monotonic()
-
-        def trained(m: dict) -> None:
-            row.update({k: m.get(k) for k in ("train_s", "steps", "n_rows", "n_dev_rows", "score_mode",
-                                              "peak_rss_mb", "peak_cuda_mb", "tiny_base")})
-            row["best_step"] = (m.get("early_stopping") or {}).get("best_step")
-            if timing is not None and timing_key:
-                timing[timing_key] = round(time.monotonic() - sent, 2)
-
-        if worker is None:
-            pol = train_lora_policy(*args, progress=cfg.progress, dev_examples=dev_examples)
-            trained(pol.meta)
-        else:
-            pol = worker.train(*args, progress=cfg.progress, dev_examples=dev_examples, on_trained=trained)
-        return _LoraAdapter(pol, name)
-
-    return fit
-
-
-class _LoraAdapter:
-    def __init__(self, inner, name):
-        self.inner, self.name = inner, name
-
-    def act(self, states):
-        return self.inner.choose([s.text for s in states], [base_actions(s.valid_actions) for s in states]) if states else []
-
-
 def train_learners(env: TraceEnv, cfg: ExperimentConfig, log=print, nulls: bool = True,
                    lora_worker=None) -> tuple[dict, dict, dict]:
     """Every learned controller for ``cfg.seed``: (policies, info, timing).
@@ -160,30 +115,34 @@ def train_learners(env: TraceEnv, cfg: ExperimentConfig, log=print, nulls: bool 
     train = env.split("train", only_scored=True)
     policies, info = {}, {}
 
-    # --- learned rule: full-state behaviour cloning, model choice on dev --------------------
-    data = labelled(env.chain_pairs(train), cost=cfg.cost)
-    rule, rule_table = select_rule(data, env.split("dev", only_scored=True), env.score, seed=cfg.seed)
+    # --- learned rule: cost-sensitive, its price of tools chosen on dev under the accuracy guard
+    dev = env.split("dev", only_scored=True)
+    rule, data, rule_info = fit_learned_rule(env, train, dev, cfg)
+    lam = rule_info["lambda"]
     policies["learned_rule"] = rule
-    info["learned_rule"] = {"model": rule.model_name, "candidates": rule_table, "dev_tie": dev_tie(rule_table),
-                            "n_train_states": len(data),
-                            "training": "full_state_bc, regret-weighted oracle labels", "description": rule.describe()}
+    chosen = next(r for r in rule_info["lambdas"] if r["lambda"] == lam)
+    info["learned_rule"] = {"model": rule.model_name, "candidates": chosen["candidates"],
+                            "dev_tie": dev_tie(chosen["candidates"]), "n_train_states": len(data),
+                            "training": rule_info["training"], "price": {k: v for k, v in rule_info.items()
+                                                                         if k != "training"},
+                            "description": rule.describe()}
     if nulls:  # reference points for the base seed only, not retrained per seed (``seeds`` holds claims)
-        null_pols, info["nulls"] = train_nulls(train, data, rule.model_name, seed=cfg.seed, cost=cfg.cost)
+        null_pols, info["nulls"] = train_nulls(train, data, rule.model_name, seed=cfg.seed, cost=cfg.cost, lam=lam)
         policies.update(null_pols)
     timing["rule_s"] = round(time.monotonic() - t0, 2)
 
-    # --- LoRA policies (early stopping on labelled dev states) -----------------------------
+    # --- LoRA policies: the rule's objective and price; early stopping on labelled dev states
     lora_meta: dict = {}
     lora_any = cfg.train_lora or cfg.train_shuffled_lora
-    dev_data = (labelled(env.chain_pairs(env.split("dev", only_scored=True)), cost=cfg.cost, commit_any=False)
-                if lora_any else None)
-    base_data = labelled(env.chain_pairs(train), cost=cfg.cost, commit_any=False) if lora_any else None
+    label = lambda recs: labelled(env.chain_pairs(recs), lam, cfg.cost, commit_any=False, tie_weight=0.0)
+    dev_data = label(dev) if lora_any else None
+    base_data = label(train) if lora_any else None
     if cfg.train_lora:
-        policies["lora_seq_policy"] = _lora_fit(cfg, "lora_seq_policy", False, dev_data, lora_meta, lora_worker,
-                                                timing, "lora_s")(base_data)
+        policies["lora_seq_policy"] = lora_fit(cfg, "lora_seq_policy", False, dev_data, lora_meta, lora_worker,
+                                               timing, "lora_s")(base_data)
     if cfg.train_shuffled_lora:
-        policies["lora_shuffled_seq"] = _lora_fit(cfg, "lora_shuffled_seq", True, dev_data, lora_meta, lora_worker,
-                                                  timing, "lora_shuffled_s")(base_data)
+        policies["lora_shuffled_seq"] = lora_fit(cfg, "lora_shuffled_seq", True, dev_data, lora_meta, lora_worker,
+                                                 timing, "lora_shuffled_s")(base_data)
 
     # --- DAgger ----------------------------------------------------------------------------
     if cfg.dagger_iters > 0:
@@ -192,10 +151,10 @@ def train_learners(env: TraceEnv, cfg: ExperimentConfig, log=print, nulls: bool 
         fit_rule_iter = lambda d, i: fit_rule(d, rule.model_name, cfg.seed, name="learned_rule_dagger")
         learners = {"learned_rule": fit_rule_iter}
         if cfg.train_lora:
-            learners["lora_seq_policy"] = _lora_fit(cfg, "lora_dagger", False, dev_data, lora_meta, lora_worker)
+            learners["lora_seq_policy"] = lora_fit(cfg, "lora_dagger", False, dev_data, lora_meta, lora_worker)
         for lname, fit in learners.items():
             final, hist = run_dagger(fit, train, iters=cfg.dagger_iters, beta0=cfg.dagger_beta, seed=cfg.seed,
-                                     evaluate=lambda p: _evaluate_on(p, env, cfg.seed), cost=cfg.cost,
+                                     evaluate=lambda p: _evaluate_on(p, env, cfg.seed), cost=cfg.cost, lam=lam,
                                      commit_any=lname == "learned_rule")  # LoRA: no PROGRAM:j (see _lora_examples)
             info["dagger"][lname] = hist
             dname = "learned_rule_dagger" if lname == "learned_rule" else "lora_dagger"
@@ -279,7 +238,7 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print, lora_w
 def _simulate_all(policies: dict, env: TraceEnv) -> dict:
     """Every policy's outcomes, in ``policies`` order. The LoRA policies are simulated last: with a
     worker, the others run while it still trains (each simulation is independent of the others)."""
-    lora = [k for k, p in policies.items() if isinstance(p, _LoraAdapter)]
+    lora = [k for k, p in policies.items() if isinstance(p, LoraAdapter)]
     outs = {k: env.simulate(p) for k, p in policies.items() if k not in lora}
     outs.update({k: env.simulate(policies[k]) for k in lora})
     return {k: outs[k] for k in policies}
@@ -290,10 +249,14 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
 
     env = TraceEnv(records)  # one memo of states, shared by every simulation of these records
     train = env.split("train", only_scored=True)
-    policies = fixed_policies()
+    policies = fixed_policies(max_repairs=max_repairs(records))
+    # the best fixed policy, chosen on train + dev (never test); every learner is compared with it
+    best, best_info = choose_best_fixed(env, policies, train + env.split("dev", only_scored=True), cfg.cost)
+    policies[BEST_FIXED] = best
     policies[ORACLE] = Oracle(records, cost=cfg.cost)  # unscored cases get DIRECT: no action can be right
 
     learned, info, timing = train_learners(env, cfg, log=log, lora_worker=worker)
+    info["best_fixed"] = best_info
     policies.update({k: v for k, v in learned.items() if k not in ("learned_rule_dagger", "lora_dagger")})
 
     # --- first what no LoRA policy enters (with a worker, it runs while the worker trains): the
@@ -301,10 +264,11 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     t = time.monotonic()
     rule_name = info["learned_rule"]["model"]
     rule_fit = lambda d, lam: fit_rule(d, rule_name, cfg.seed, name=f"rule_lam{lam}")
-    # at lam = 0 the labels are the learned rule's own (same model, data and seed): reuse it
-    rule_frontier = _frontier(rule_fit, env, cfg.frontier_lambdas, cfg, known={0.0: learned["learned_rule"]})
+    # at the rule's own price the labels are the learned rule's (same model, data and seed): reuse it
+    rule_frontier = _frontier(rule_fit, env, cfg.frontier_lambdas, cfg,
+                              known={info["learned_rule"]["price"]["lambda"]: learned["learned_rule"]})
     rule_frontier_s = time.monotonic() - t
-    cv_parts, cv_timing = _cross_validation(records, cfg, log) if cfg.cv_folds else ({}, {})
+    cv_parts, cv_timing = _cross_validation(records, cfg, log, worker) if cfg.cv_folds else ({}, {})
 
     # --- simulate every policy on every split ---------------------------------------------
     if has_samples(_scored(records)):  # --program-samples K > 1: policies that RESAMPLE
@@ -315,6 +279,7 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
             outcomes[dname] = env.simulate(learned[dname])
     results = {name: _per_split(outs, cfg.seed) for name, outs in outcomes.items()}
     info["commit_any_sample"] = commit_any_headroom(records, outcomes[ORACLE], cost=cfg.cost)
+    info["savings"] = savings_table(outcomes)
     summary = {"splits": split_counts(records), "policy_results": results, **info,
                "cost_units": cost_units(env.scored())}
 
@@ -343,7 +308,7 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     t = time.monotonic()
     summary["frontier"] = {"learned_rule": rule_frontier}
     if cfg.train_lora and cfg.lora_frontier_lambdas:
-        lora_fit = _lora_fit(cfg, "lora_frontier", False, worker=worker)  # no early stopping: dev labels are lam = 0
+        lora_fit = lora_fit(cfg, "lora_frontier", False, worker=worker)  # no early stopping: dev labels are lam = 0
         summary["frontier"]["lora_seq_policy"] = _frontier(lambda d, lam: lora_fit(d, f"lam{lam}"), env,
                                                            cfg.lora_frontier_lambdas, cfg)
     timing["frontier_s"] = round(rule_frontier_s + time.monotonic() - t, 2)
@@ -351,6 +316,8 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     # --- cross-validation (computed first) ---------------------------------------------------
     summary.update(cv_parts)
     timing.update(cv_timing)
+    if cv_parts.get("cv"):
+        summary["savings"] = savings_table(outcomes, pooled=cv_parts["cv"]["pooled_outcomes"])
 
     # --- statistics and failures -----------------------------------------------------------
     if cfg.policies:
@@ -358,6 +325,7 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
         summary["policy_results"] = {k: v for k, v in results.items() if k in cfg.policies}
     summary["paired_tests"] = {s: paired_tests(outcomes, split=s, seed=cfg.seed) for s in ("dev", "test")}
     summary["failures"] = failure_breakdown(records, outcomes)
+    summary["repair_rounds"] = repair_pass_rates(records)
     t = time.monotonic()
     summary.update(study_sections(records, outcomes, summary, study=cfg.study, cost=cfg.cost, seed=cfg.seed))
     timing["study_s"] = round(time.monotonic() - t, 2)
@@ -366,12 +334,12 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     return summary, outcomes
 
 
-def _cross_validation(records, cfg: ExperimentConfig, log) -> tuple[dict, dict]:
+def _cross_validation(records, cfg: ExperimentConfig, log, worker=None) -> tuple[dict, dict]:
     """(summary parts, timing): ``cv`` and, with ``split_seeds`` > 1, ``split_seed_records`` and
     ``split_seeds`` (the rule, the fixed policies and the oracle only: no LoRA policy)."""
     parts, timing = {}, {}
     t = time.monotonic()
-    parts["cv"] = run_cv(records, cfg, log=log)
+    parts["cv"] = run_cv(records, cfg, log=log, lora_worker=worker)
     timing["cv_s"] = round(time.monotonic() - t, 2)
     if cfg.split_seeds > 1:  # the same CV under further fold assignments (split_seeds.py)
         t = time.monotonic()
@@ -389,7 +357,7 @@ def _frontier(fit: Callable, env: TraceEnv, lambdas, cfg: ExperimentConfig, know
     and work)."""
     points, pairs = [], env.chain_pairs(env.split("train", only_scored=True))  # the same at every weight
     for lam in lambdas:
-        pol = (known or {}).get(lam) or fit(labelled(pairs, lam, cfg.cost), lam)
+        pol = (known or {}).get(lam) or fit(labelled(pairs, lam, cfg.cost, tie_weight=0.0), lam)
         for split in ("dev", "test"):
             outs = env.simulate(pol, env.split(split, only_scored=True))
             summ = summarize_outcomes(outs, seed=cfg.seed)

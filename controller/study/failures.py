@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
+from controller.env.state import chains
 from tracegen.grading import program_right
 
 Table = list[list[str]]
@@ -229,3 +230,24 @@ def failure_breakdown(
         "splits": {s: _count(recs, outcomes_for(s)) for s, recs in sorted(by_split.items())},
         "total": _count(scored, outcomes_for(None)),
     }
+
+
+def repair_pass_rates(records: Sequence[Mapping]) -> list[dict]:
+    """Per repair round r (FIX r of a chain, every sample's chain): how many chains reached it,
+    how many of those repairs pass the public example, and how many are right on the hidden answer
+    (scored cases only). A chain reaches FIX r when its program still failed after r - 1 repairs."""
+    rows: dict[int, dict] = {}
+    for rec in records:
+        if rec["hidden"]["answer"] is None:
+            continue
+        for rounds, hidden in chains(rec):
+            for k, (rnd, hid) in enumerate(zip(rounds, hidden)):
+                if k == 0:
+                    continue
+                row = rows.setdefault(k, {"repair": k, "reached": 0, "passed": 0, "right": 0})
+                row["reached"] += 1
+                row["passed"] += int(bool(rnd["visible_pass"]))
+                row["right"] += int(bool(hid.get("hidden_exact")))
+    for row in rows.values():
+        row["pass_rate"] = round(row["passed"] / row["reached"], 4) if row["reached"] else None
+    return [rows[k] for k in sorted(rows)]

@@ -26,7 +26,7 @@ from controller.study.cv import run_cv
 RECORD_FIELDS = ("policy", "case_id", "family", "fold", "correct", "direct_correct", "source", "actions",
                  "program_generations", "repair_actions", "generated_tokens", "search_nodes", "work")
 COST_UNITS = ("program_generations", "generated_tokens", "search_nodes")
-BASELINES = ("always_tool_visible", "direct_only")
+BASELINES = ("best_fixed", "always_tool_visible", "direct_only")
 
 
 

@@ -1,0 +1,121 @@
+"""The report's first screen: the answer, before any long table.
+
+What the traces can answer (headroom), the best fixed policy (chosen on train + dev), whether any
+learner beats it at equal accuracy across split seeds, the registered primary verdicts, the cost
+figure that matters (cost-gap recovered at matched accuracy) and where a learner's saving comes
+from. Reads the summary only; every number is also in ``final_summary.json``.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from controller.env.registry import BEST_FIXED, ORACLE, is_learner
+
+LEAD = ("direct_only", "always_tool_visible", BEST_FIXED)
+
+
+def _pool(s: Mapping) -> tuple[str, dict]:
+    """(where, per-policy results) of the study's main comparison: pooled CV, else test."""
+    pooled = (s.get("cv") or {}).get("pooled")
+    if pooled:
+        return "pooled cross-validation", pooled
+    return "held-out test", {p: r["test"] for p, r in (s.get("policy_results") or {}).items() if "test" in r}
+
+
+def _row(name: str, r: Mapping) -> str:
+    return f"| `{name}` | {r.get('exact')}/{r.get('n')} | {r.get('program_generations')} |"
+
+
+def _learners(res: Mapping) -> list[str]:
+    return [p for p in res if is_learner(p) and p in ("learned_rule", "learned_rule_dagger", "lora_seq_policy")]
+
+
+def _spread(diff: Mapping, field: str, unit: str) -> str:
+    d = diff.get(field) or {}
+    if d.get("mean") is None:
+        return "n/a"
+    h = d.get("holds_at") or {}
+    rng = f"{d['min']:+.1f} to {d['max']:+.1f}" if d["min"] != d["max"] else f"{d['min']:+.1f}"
+    return f"{rng} {unit} (higher at {h.get('higher')}, equal {h.get('equal')}, lower {h.get('lower')} of {h.get('of')})"
+
+
+def answer_md(s: Mapping) -> list[str]:
+    where, res = _pool(s)
+    if not res:
+        return []
+    out = ["## The answer", ""]
+    for q in (s.get("headroom") or {}).get("questions", [])[:1]:
+        out += [f"**What the data can answer.** {q}", ""]
+    bf = s.get("best_fixed") or {}
+    folds = [f.get("best_fixed") for f in (s.get("cv") or {}).get("folds", []) if f.get("best_fixed")]
+    if bf.get("chosen"):
+        picks = (f"; in cross-validation each fold chose on its own train + dev: "
+                 + ", ".join(f"`{c}` ({folds.count(c)} of {len(folds)} folds)" for c in dict.fromkeys(folds))
+                 if folds else "")
+        out += [f"**The best fixed policy** (every repair budget and visible rule, chosen on train + dev by cases "
+                f"right, then cost): `{bf['chosen']}`{picks}.", ""]
+    names = [p for p in (*LEAD, *_learners(res), ORACLE) if p in res]
+    out += [f"Results over {where} (every scored case once):", "",
+            "| policy | right | program generations |", "|---|---|---|", *[_row(p, res[p]) for p in names], ""]
+    diffs = (s.get("split_seeds") or {}).get("differences") or {}
+    rows = []
+    for learner in _learners(res):
+        d = (diffs.get(learner) or {}).get(BEST_FIXED)
+        if d:
+            rows.append(f"| `{learner}` | {_spread(d, 'accuracy_pp', 'pp')} | "
+                        f"{_spread(d, 'program_generations', 'generations')} |")
+    if rows:
+        n = (s.get("split_seeds") or {}).get("n_split_seeds")
+        out += [f"**Learners against the best fixed policy over {n} split seeds** (learner minus best fixed, "
+                "pooled totals; negative generations = cheaper):", "",
+                "| learner | accuracy | program generations |", "|---|---|---|", *rows, ""]
+    prim = [h for h in s.get("hypotheses") or [] if h.get("primary")]
+    if prim:
+        out += ["**Registered primary hypotheses:**", ""]
+        for h in prim:
+            seeds = f", supported at {h['supported_at']} split seeds" if h.get("supported_at") else ""
+            out.append(f"- `{h['name']}` ({', '.join(h.get('policies', []))}; {h.get('split')}): "
+                       f"**{h.get('verdict')}**{seeds}.")
+        out.append("")
+    sav = ((s.get("savings") or {}).get("cv_pooled") or (s.get("savings") or {}).get("test") or {})
+    for learner in [p for p in _learners(res) if p in sav][:2]:
+        parts = [f"{k.replace('_', ' ')}: {v['cases']} cases, {v['generations_saved']:+d} generations saved, "
+                 f"{v['right_lost']} right lost, {v['right_gained']} gained"
+                 for k, v in sav[learner].items() if k != "same"]
+        if parts:
+            out += [f"**Where `{learner}` saves against always-tool:** " + "; ".join(parts) + ".", ""]
+    return out
+
+
+def savings_md(s: Mapping) -> list[str]:
+    """Every policy's departures from always-tool, by category (``summary["savings"]``)."""
+    sav = s.get("savings") or {}
+    split = "cv_pooled" if "cv_pooled" in sav else "test" if "test" in sav else None
+    if not split:
+        return []
+    cats = sorted({c for rows in sav[split].values() for c in rows if c != "same"})
+    if not cats:
+        return []
+    out = [f"## Where the savings come from ({split.replace('_', ' ')})", "",
+           "Each case is put where the policy first leaves always-tool's path; per category: cases / "
+           "program generations saved / right answers lost / gained.", "",
+           "| policy | " + " | ".join(c.replace("_", " ") for c in cats) + " |", "|---|" + "---|" * len(cats)]
+    for pol, rows in sav[split].items():
+        cells = [f"{r['cases']} / {r['generations_saved']:+d} / {r['right_lost']} / {r['right_gained']}"
+                 if (r := rows.get(c)) else "" for c in cats]
+        if any(cells):
+            out.append(f"| `{pol}` | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def repair_rounds_md(s: Mapping) -> list[str]:
+    rows = s.get("repair_rounds") or []
+    if not rows:
+        return []
+    out = ["## Repair rounds", "", "How often repair r of a chain (the program still failing after r - 1 "
+           "repairs) passes the public example, and how often it is right on the hidden answer:", "",
+           "| repair | chains reaching it | pass the example | right (hidden) |", "|---|---|---|---|"]
+    for r in rows:
+        rate = "n/a" if r["pass_rate"] is None else f"{100 * r['pass_rate']:.0f}%"
+        out.append(f"| {r['repair']} | {r['reached']} | {r['passed']} ({rate}) | {r['right']} |")
+    return out + [""]
