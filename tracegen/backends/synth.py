@@ -295,7 +295,7 @@ class SynthBackend(Backend):
         if req.kind == "fix":  # its chain may repair again: keep it going (``_program`` ends it if not)
             self._live[base] = (run, tuple(done))
             while len(self._live) > LIVE_SEARCHES:
-                self._live.pop(next(iter(self._live))).close()
+                self._live.pop(next(iter(self._live)))[0].close()
         else:
             run.close()
         return found
