@@ -52,7 +52,7 @@ MAX_WORKERS = 8
 CACHED_SEARCHES = 128
 # repair searches kept alive (paused, frontier and all) per process, for their chain's next repair;
 # one not kept is searched again from the start through its earlier stages (same answer, more time)
-LIVE_SEARCHES = 32
+LIVE_SEARCHES = 64
 # a repair's fresh budget is synth_fix_nodes / FIX_SHARES: two repairs together search as far as one
 # repair did before repairs continued (docs/synthesizer.md)
 FIX_SHARES = 2
