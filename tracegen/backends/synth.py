@@ -5,14 +5,18 @@ hidden answer, and ignores the chat text except to count its tokens:
 - ``direct``: the cell-copying guesser's table for the new input, as JSON (``search_nodes`` 0:
   the guesser does not search);
 - ``write`` (round 0): a search with ``config.synth_write_nodes`` nodes;
-- ``fix`` (repair rounds): a search with ``config.synth_fix_nodes`` nodes whose answer is its
-  best program not tried before (the tried keys ride along in the emitted code's ``# program:``
-  and ``# tried:`` lines). Every FIX of a chain runs the same search: from the empty program and
-  from the prefixes of the chain's first attempt (its WRITE program; the first FIX is exactly
-  the repair search it always was). It depends on nothing but the example, the budget, the
-  sample and that first attempt, which makes it reusable: each worker keeps its last ``CACHED_SEARCHES`` searches, so a second
-  repair of a case only picks the next untried program (its later repairs go to the worker that
-  ran its first one).
+- ``fix`` (repair rounds): repair k of a chain continues the chain's repair search: the search
+  (from the empty program and from the prefixes of the chain's first attempt, its WRITE program)
+  stopped after k stages of ``config.synth_fix_nodes // FIX_SHARES`` fresh nodes each, from
+  exactly where the stage before stopped (its frontier, its kept states, a solution's window).
+  The answer is that search's best program not tried before (the tried keys ride along in the
+  emitted code's ``# program:`` and ``# tried:`` lines), so a second repair passes when the
+  continued search finds what the first one's budget did not reach. It depends on nothing but
+  the example, the budget, the sample, the repair's index (``round``, else the attempts its code
+  names) and that first attempt. A worker keeps each failing repair's search paused
+  (``LIVE_SEARCHES``) and every stage's result (``CACHED_SEARCHES``), and a case's repairs go
+  to the worker that ran its first one; a backend without them searches again through every
+  stage: the same program, the same ``search_nodes``.
 Sample j of a program request is the j-th distinct program consistent with the example in the
 search's own ranking (j = 0: the cheapest). Two programs are distinct when their outputs on the
 new input differ: two that agree there are useless as a cross-check. When the search finds fewer,
@@ -20,8 +24,9 @@ the answer is its closest candidate behaving unlike samples 0..j-1, ``finish_rea
 ``"exhausted"`` and the text says so. A FIX for sample j applies the same rule to its own search
 (its chain's ``# tried:`` history excluded).
 The text reads like a model's answer: one sentence, then the code in a fenced python block.
-``search_nodes`` is the nodes the search behind the answer expanded (also when a cache served it:
-the figure is a property of the answer, not of the run). Output is deterministic (budgets count
+``search_nodes`` is the nodes the answer's own stage of the search expanded (a WRITE or a first
+repair: the whole search; repair k > 1: its k-th stage), also when a cache served it or when the
+earlier stages had to be searched again: the figure is a property of the answer, not of the run. Output is deterministic (budgets count
 nodes) and does not depend on caching or on the pool. The one exception is opt-in: with
 ``config.synth_time_budget_s`` set, a search the wall clock stops answers with what it has and
 ``finish_reason`` ``"budget"`` (the record then depends on the machine's load).
@@ -52,7 +57,7 @@ MAX_WORKERS = 8
 CACHED_SEARCHES = 128
 # repair searches kept alive (paused, frontier and all) per process, for their chain's next repair;
 # one not kept is searched again from the start through its earlier stages (same answer, more time)
-LIVE_SEARCHES = 64
+LIVE_SEARCHES = 32
 # a repair's fresh budget is synth_fix_nodes / FIX_SHARES: two repairs together search as far as one
 # repair did before repairs continued (docs/synthesizer.md)
 FIX_SHARES = 2

@@ -19,7 +19,9 @@ rest of the budget, seeded with the programs that fit the head. Without a consis
 returns the closest one it kept (smallest distance, then cost), so the emitted code always runs.
 ``search`` runs the search and returns an ``Outcome`` (every consistent program, ranked, and every
 state kept, closest first); ``choose`` picks the answer from it, so one search can serve several
-answers (the backend's repairs: the best program not tried yet). ``want`` = j + 1 asks for the j-th
+answers (the backend's repairs: the best program not tried yet). ``stages`` is the same search
+paused at its budget and continued with fresh nodes on ``send`` (the backend's later repairs of a
+chain): stopping at budget a and going on to a + b is the search of budget a + b, state for state. ``want`` = j + 1 asks for the j-th
 program distinct in ``behaviour`` (the backend: output on the new input); ``want=1`` is exactly
 the plain search.
 Speed without changing the result: the distance skips its layout terms for states the search
@@ -447,6 +449,7 @@ def _stages(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
         if stop_at is not None and nodes >= stop_at:
             break
         if nodes >= max_nodes:  # the budget is spent: pause here until a larger one is sent
+            _compact(frontier, targets)
             got = yield outcome(paused)
             paused = nodes
             max_nodes, deadline = got if got is not None else (max_nodes, deadline)
@@ -460,6 +463,8 @@ def _stages(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
             if exact_f > f:
                 heapq.heappush(frontier, (exact_f, n, program, states, g, h, lost, key, None))
                 continue
+        if states is None:  # kept while paused as its key alone (``_compact``)
+            states = tuple([list(r) for r in t] for t in key)
         steps = propose(states[0], targets[0])
         if rng is not None:
             steps = list(steps)
@@ -469,6 +474,7 @@ def _stages(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
             if stop_at is not None and nodes >= stop_at:
                 break
             while nodes >= max_nodes:  # paused in mid-expansion: a larger budget goes on from here
+                _compact(frontier, targets)
                 got = yield outcome(paused)
                 paused = nodes
                 max_nodes, deadline = got if got is not None else (max_nodes, deadline)
@@ -488,6 +494,19 @@ def _stages(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
     while True:  # ended: every later stage is this one, at no cost
         yield final
         final = replace(final, spent=0)
+
+
+def _compact(frontier: list, targets) -> None:
+    """A paused search made small: its frontier without the states' tables, which their keys (the
+    same rows as tuples) hold too, and its targets' memos emptied (caches of pure functions of
+    the state, filled again as needed). It then takes a fraction of the memory, and the cyclic
+    collector, which stops looking at tuples of strings, has almost nothing of it to walk. The
+    heap order (by f, then order) is unchanged; a state's tables are rebuilt from its key when
+    it is popped, so the search goes on as if it had never paused."""
+    frontier[:] = [e if e[3] is None else e[:3] + (None,) + e[4:] for e in frontier]
+    for tgt in targets:
+        for memo in ("memo", "pair_memo", "layout_memo"):
+            tgt.__dict__.pop(memo, None)
 
 
 def _closest(tried, finished: dict, exact, keep: int) -> list:
