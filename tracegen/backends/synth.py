@@ -38,6 +38,7 @@ counts of the regex ``\\w+|[^\\w\\s]`` over the prompt messages and over the tex
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -230,6 +231,7 @@ class SynthBackend(Backend):
     def close(self) -> None:
         while self._live:
             self._live.pop(next(iter(self._live)))[0].close()
+        gc.unfreeze()  # what the paused searches' stages froze (``search._settle``) is collected again
         for pool in self._pools:
             pool.shutdown(wait=True, cancel_futures=True)
         self._pools = []
