@@ -56,9 +56,10 @@ MAX_WORKERS = 8
 # searches kept per process: a FIX wave's (64 cases x a few samples, over the workers) are still
 # there for the next wave; each holds its kept states' programs (a few MB at most)
 CACHED_SEARCHES = 128
-# repair searches kept alive (paused, frontier and all) per process, for their chain's next repair;
+# repair searches kept alive (paused, frontier and all; ~20 MB each on Foofah) per process, for their
+# chain's next repair (a FIX wave's: 64 cases, more than one sample each over the workers);
 # one not kept is searched again from the start through its earlier stages (same answer, more time)
-LIVE_SEARCHES = 32
+LIVE_SEARCHES = 64
 # a repair's fresh budget is synth_fix_nodes / FIX_SHARES: two repairs together search as far as one
 # repair did before repairs continued (docs/synthesizer.md)
 FIX_SHARES = 2
