@@ -26,8 +26,8 @@ the answer is its closest candidate behaving unlike samples 0..j-1, ``finish_rea
 The text reads like a model's answer: one sentence, then the code in a fenced python block.
 ``search_nodes`` is the nodes the answer's own stage of the search expanded (a WRITE or a first
 repair: the whole search; repair k > 1: its k-th stage), also when a cache served it or when the
-earlier stages had to be searched again: the figure is a property of the answer, not of the run. Output is deterministic (budgets count
-nodes) and does not depend on caching or on the pool. The one exception is opt-in: with
+earlier stages had to be searched again: the figure is a property of the answer, not of the
+run. Output is deterministic (budgets count nodes) and does not depend on caching or on the pool. The one exception is opt-in: with
 ``config.synth_time_budget_s`` set, a search the wall clock stops answers with what it has and
 ``finish_reason`` ``"budget"`` (the record then depends on the machine's load).
 A batch's program requests run on a pool of worker processes (``extra["synth_workers"]``, default
