@@ -21,9 +21,9 @@ returns the closest one it kept (smallest distance, then cost), so the emitted c
 state kept, closest first); ``choose`` picks the answer from it, so one search can serve several
 answers (the backend's repairs: the best program not tried yet). ``stages`` is the same search
 paused at its budget and continued with fresh nodes on ``send`` (the backend's later repairs of a
-chain): stopping at budget a and going on to a + b is the search of budget a + b, state for state. ``want`` = j + 1 asks for the j-th
-program distinct in ``behaviour`` (the backend: output on the new input); ``want=1`` is exactly
-the plain search.
+chain): stopping at budget a and going on to a + b is the search of budget a + b, state for
+state. ``want`` = j + 1 asks for the j-th program distinct in ``behaviour`` (the backend: output
+on the new input); ``want=1`` is exactly the plain search.
 Speed without changing the result: the distance skips its layout terms for states the search
 prunes anyway (they lose a target value), counts values by set operations, reads the state's
 hashable rows (the seen-set key) and keeps its pair / triple score per rows' value sets; with
