@@ -327,7 +327,7 @@ def _fits_head(tables, heads, full) -> bool:
 
 def _search(examples, full, **kw) -> Outcome:
     """``_stages`` run once, to its budget: the search of ``search`` (arguments there)."""
-    run = _stages(examples, full, **kw)
+    run = _stages(examples, full, resumable=False, **kw)
     try:
         return next(run)
     finally:
@@ -335,7 +335,7 @@ def _search(examples, full, **kw) -> Outcome:
 
 
 def _stages(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, max_depth: int, shuffle_seed,
-            g_weight: float, want: int, behave):
+            g_weight: float, want: int, behave, resumable: bool = True):
     """Best-first search over ``examples``. With ``full`` (the whole examples of which ``examples``
     holds the first rows) a program is a solution when its tables fit the head (``_fits_head``)
     and it reproduces the full examples, which it is run on incrementally: the full tables of
@@ -345,7 +345,8 @@ def _stages(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
     ends), and ``send((max_nodes, deadline))`` continues it to a larger budget from exactly where
     it stopped (mid-expansion included), so stopping at budget a and continuing to b is the
     search of budget b, state for state. A search that ended (frontier empty, window over)
-    yields its final Outcome again."""
+    yields its final Outcome again. ``resumable`` False: the caller only reads the first Outcome
+    (no ``_compact`` at the pause)."""
     inputs = tuple([list(r) for r in inp] for inp, _ in examples)
     targets = [Target.of(out) for _, out in examples]
     goal = tuple(t.table for t in targets)
@@ -466,7 +467,8 @@ def _stages(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
         if stop_at is not None and nodes >= stop_at:
             break
         if nodes >= max_nodes:  # the budget is spent: pause here until a larger one is sent
-            _compact(frontier, targets)
+            if resumable:
+                _compact(frontier, targets)
             got = yield outcome(paused)
             paused = nodes
             max_nodes, deadline = got if got is not None else (max_nodes, deadline)
@@ -491,7 +493,8 @@ def _stages(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
             if stop_at is not None and nodes >= stop_at:
                 break
             while nodes >= max_nodes:  # paused in mid-expansion: a larger budget goes on from here
-                _compact(frontier, targets)
+                if resumable:
+                    _compact(frontier, targets)
                 got = yield outcome(paused)
                 paused = nodes
                 max_nodes, deadline = got if got is not None else (max_nodes, deadline)
