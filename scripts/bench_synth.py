@@ -19,7 +19,8 @@ Printed, per way: wall and CPU seconds, peak resident memory (the process and it
 workers), the median and 90th percentile of a case's seconds (its requests' latencies added up),
 and over the scorable cases: chains whose program passes the public example, ``always_tool``
 (the first passing program of sample 0 is right on the new input, else the direct answer is),
-and right programs in any sample. Then the ratios old/new, how many cases have the same text and
+and right programs in any sample; then, per FIX round k, how many chains reached it, passed the
+public example there and were right on the hidden answer (the repairs' pass rate). Then the ratios old/new, how many cases have the same text and
 the same programs in every round (the text also holds the operators' source, which a faster
 operator changes without changing any program), and every case whose ``always_tool`` outcome
 changed. ``--cases large`` writes the generated cases
@@ -172,6 +173,23 @@ def quality(run: dict) -> dict:
     }
 
 
+def fix_rounds(run: dict) -> list[dict]:
+    """Per FIX round k (1, 2, ...), over every chain of every sample: how many chains reached it,
+    how many passed the public example there, and how many of those are right on the hidden
+    answer (scored cases only for ``right``)."""
+    out: list[dict] = []
+    for c in run["cases"].values():
+        for ch in c["chains"]:
+            for k, r in enumerate(ch[1:], 1):
+                while len(out) < k:
+                    out.append({"round": len(out) + 1, "reached": 0, "passed": 0, "right": 0})
+                row = out[k - 1]
+                row["reached"] += 1
+                row["passed"] += bool(r["pass"])
+                row["right"] += bool(r["pass"] and r["right"])
+    return out
+
+
 def compare(old: dict, new: dict) -> dict:
     """Cases whose always-tool outcome changed, and how many sample-0 chains are identical."""
     changed = {k: [always_tool(c), always_tool(new["cases"][k])] for k, c in old["cases"].items()
@@ -246,7 +264,11 @@ def main(argv=None) -> int:
         print(f"  {name:8s} wall {run['wall_s']:7.1f} s  cpu {run['cpu_s']:7.1f} s  peak {run['peak_mb']:6.0f} MB  "
               f"case median {q['case_s_median']:.3f} s (p90 {q['case_s_p90']:.3f})  "
               f"pass {q['pass_example']}/{q['scorable']}  always_tool {q['always_tool']}  "
-              f"right(any sample) {q['right_any_sample']}  direct {q['direct_right']}", flush=True)
+              f"right(any sample) {q['right_any_sample']}  direct {q['direct_right']}  "
+              f"search nodes {q['search_nodes']}", flush=True)
+        figures[name]["fix_rounds"] = rounds = fix_rounds(run)
+        print("           " + "  ".join(f"FIX {r['round']}: reached {r['reached']}, passed {r['passed']}, "
+                                        f"right {r['right']}" for r in rounds), flush=True)
     if "old" in runs:
         old, new = runs["old"], runs["new"]
         qo, qn = quality(old), quality(new)

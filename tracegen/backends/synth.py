@@ -5,14 +5,18 @@ hidden answer, and ignores the chat text except to count its tokens:
 - ``direct``: the cell-copying guesser's table for the new input, as JSON (``search_nodes`` 0:
   the guesser does not search);
 - ``write`` (round 0): a search with ``config.synth_write_nodes`` nodes;
-- ``fix`` (repair rounds): a search with ``config.synth_fix_nodes`` nodes whose answer is its
-  best program not tried before (the tried keys ride along in the emitted code's ``# program:``
-  and ``# tried:`` lines). Every FIX of a chain runs the same search: from the empty program and
-  from the prefixes of the chain's first attempt (its WRITE program; the first FIX is exactly
-  the repair search it always was). It depends on nothing but the example, the budget, the
-  sample and that first attempt, which makes it reusable: each worker keeps its last ``CACHED_SEARCHES`` searches, so a second
-  repair of a case only picks the next untried program (its later repairs go to the worker that
-  ran its first one).
+- ``fix`` (repair rounds): repair k of a chain continues the chain's repair search: the search
+  (from the empty program and from the prefixes of the chain's first attempt, its WRITE program)
+  stopped after k stages of ``config.synth_fix_nodes // FIX_SHARES`` fresh nodes each, from
+  exactly where the stage before stopped (its frontier, its kept states, a solution's window).
+  The answer is that search's best program not tried before (the tried keys ride along in the
+  emitted code's ``# program:`` and ``# tried:`` lines), so a second repair passes when the
+  continued search finds what the first one's budget did not reach. It depends on nothing but
+  the example, the budget, the sample, the repair's index (``round``, else the attempts its code
+  names) and that first attempt. A worker keeps each failing repair's search paused
+  (``LIVE_SEARCHES``) and every stage's result (``CACHED_SEARCHES``), and a case's repairs go
+  to the worker that ran its first one; a backend without them searches again through every
+  stage: the same program, the same ``search_nodes``.
 Sample j of a program request is the j-th distinct program consistent with the example in the
 search's own ranking (j = 0: the cheapest). Two programs are distinct when their outputs on the
 new input differ: two that agree there are useless as a cross-check. When the search finds fewer,
@@ -20,9 +24,10 @@ the answer is its closest candidate behaving unlike samples 0..j-1, ``finish_rea
 ``"exhausted"`` and the text says so. A FIX for sample j applies the same rule to its own search
 (its chain's ``# tried:`` history excluded).
 The text reads like a model's answer: one sentence, then the code in a fenced python block.
-``search_nodes`` is the nodes the search behind the answer expanded (also when a cache served it:
-the figure is a property of the answer, not of the run). Output is deterministic (budgets count
-nodes) and does not depend on caching or on the pool. The one exception is opt-in: with
+``search_nodes`` is the nodes the answer's own stage of the search expanded (a WRITE or a first
+repair: the whole search; repair k > 1: its k-th stage), also when a cache served it or when the
+earlier stages had to be searched again: the figure is a property of the answer, not of the
+run. Output is deterministic (budgets count nodes) and does not depend on caching or on the pool. The one exception is opt-in: with
 ``config.synth_time_budget_s`` set, a search the wall clock stops answers with what it has and
 ``finish_reason`` ``"budget"`` (the record then depends on the machine's load).
 A batch's program requests run on a pool of worker processes (``extra["synth_workers"]``, default
@@ -33,6 +38,7 @@ counts of the regex ``\\w+|[^\\w\\s]`` over the prompt messages and over the tex
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -41,7 +47,7 @@ from collections import OrderedDict
 from typing import Iterator
 
 from tracegen.synth import (choose, describe_step, emit_code, guess_direct, parse_key, read_history, run_program,
-                            search)
+                            stages)
 
 from .base import Backend, Completion, GenerationRequest, in_order
 
@@ -50,6 +56,13 @@ MAX_WORKERS = 8
 # searches kept per process: a FIX wave's (64 cases x a few samples, over the workers) are still
 # there for the next wave; each holds its kept states' programs (a few MB at most)
 CACHED_SEARCHES = 128
+# repair searches kept alive (paused, frontier and all; ~20 MB each on Foofah) per process, for their
+# chain's next repair (a FIX wave's: 64 cases, more than one sample each over the workers);
+# one not kept is searched again from the start through its earlier stages (same answer, more time)
+LIVE_SEARCHES = 64
+# a repair's fresh budget is synth_fix_nodes / FIX_SHARES: two repairs together search as far as one
+# repair did before repairs continued (docs/synthesizer.md)
+FIX_SHARES = 2
 
 
 def count_tokens(text: str) -> int:
@@ -130,7 +143,8 @@ class SynthBackend(Backend):
         super().__init__(config)
         self._pools: list = []
         self._home: dict = {}  # (case, sample) -> the worker that ran its first repair search
-        self._searches: OrderedDict = OrderedDict()  # search key -> Outcome, least recent first
+        self._searches: OrderedDict = OrderedDict()  # (search, stages) -> Outcome, least recent first
+        self._live: dict = {}  # search -> (paused stage generator, its stages' budgets), oldest first
 
     @property
     def model_name(self) -> str:
@@ -216,6 +230,9 @@ class SynthBackend(Backend):
         return self._pools
 
     def close(self) -> None:
+        while self._live:
+            self._live.pop(next(iter(self._live)))[0].close()
+        gc.unfreeze()  # what the paused searches' stages froze (``search._settle``) is collected again
         for pool in self._pools:
             pool.shutdown(wait=True, cancel_futures=True)
         self._pools = []
@@ -248,24 +265,65 @@ class SynthBackend(Backend):
         tried = read_history(req.previous_code)[1] if req.kind == "fix" else []
         # every repair of a chain continues from the chain's first attempt (the oldest key)
         first = parse_key(tried[-1]) if tried else None
-        seeds = [first] if first else []
-        budget = cfg.synth_write_nodes if req.kind == "write" else cfg.synth_fix_nodes
         behaviour = _behaviour(req.task.test_table)
-        key = (budget, req.sample, _frozen(req.task.input_table), _frozen(req.task.output_table),
-               _frozen(req.task.test_table) if req.sample else None, tried[-1] if tried else None)
-        found = self._searches.get(key)
+        base = (req.kind, req.sample, _frozen(req.task.input_table), _frozen(req.task.output_table),
+                _frozen(req.task.test_table) if req.sample else None, tried[-1] if tried else None)
+        budgets = fix_budgets(cfg, fix_round(req, tried)) if req.kind == "fix" else [cfg.synth_write_nodes]
+        found = self._searches.get(base + (tuple(budgets),))
         if found is None:
-            found = search([(req.task.input_table, req.task.output_table)], max_nodes=budget,
-                           time_budget_s=cfg.synth_time_budget_s, seeds=seeds, want=req.sample + 1,
-                           behaviour=behaviour)
-            self._searches[key] = found
-            while len(self._searches) > CACHED_SEARCHES:
-                self._searches.popitem(last=False)
+            found = self._stage(base, budgets, req, [first] if first else [], behaviour)
         else:
-            self._searches.move_to_end(key)
+            self._searches.move_to_end(base + (tuple(budgets),))
         result = choose(found, exclude=tried, want=req.sample + 1, behaviour=behaviour)
+        if result.found and base in self._live:  # this answer passes the example: no repair follows
+            self._live.pop(base)[0].close()
+        result.nodes = found.spent  # what this round's answer cost: its own stage of the search
         result.code = emit_code(result.program, tried=tried)
         return _program_text(req.kind, result, bool(tried), req.sample), result
+
+    def _stage(self, base: tuple, budgets: list[int], req: GenerationRequest, seeds: list, behaviour):
+        """The Outcome of the search ``base`` after the stages ``budgets`` (fresh nodes each), every
+        stage's Outcome kept. A live search of this chain that stopped at an earlier stage goes on
+        from there; else the search starts again and runs through every stage, so the answer and
+        each stage's ``spent`` are the same either way."""
+        live = self._live.pop(base, None)
+        if live is None or list(live[1]) != budgets[:len(live[1])]:
+            run = stages([(req.task.input_table, req.task.output_table)], max_nodes=budgets[0],
+                         time_budget_s=self.config.synth_time_budget_s, seeds=seeds, want=req.sample + 1,
+                         behaviour=behaviour)
+            live, found = (run, budgets[:1]), next(run)
+            self._keep(base + (tuple(budgets[:1]),), found)
+        run, done = live
+        done = list(done)
+        while len(done) < len(budgets):
+            found = run.send(budgets[len(done)])
+            done.append(budgets[len(done)])
+            self._keep(base + (tuple(done),), found)
+        found = self._searches[base + (tuple(done),)]
+        if req.kind == "fix":  # its chain may repair again: keep it going (``_program`` ends it if not)
+            self._live[base] = (run, tuple(done))
+            while len(self._live) > LIVE_SEARCHES:
+                self._live.pop(next(iter(self._live)))[0].close()
+        else:
+            run.close()
+        return found
+
+    def _keep(self, key: tuple, found) -> None:
+        self._searches[key] = found
+        self._searches.move_to_end(key)
+        while len(self._searches) > CACHED_SEARCHES:
+            self._searches.popitem(last=False)
+
+
+def fix_round(req: GenerationRequest, tried: list) -> int:
+    """Which repair of its chain a FIX request is: its ``round``, else the attempts its code names."""
+    return max(1, req.round or len(tried))
+
+
+def fix_budgets(config, rnd: int) -> list[int]:
+    """The fresh nodes of each stage of a chain's repair search up to repair ``rnd``: every repair
+    gets ``synth_fix_nodes // FIX_SHARES`` more (at least one), continuing the search before it."""
+    return [max(1, config.synth_fix_nodes // FIX_SHARES)] * rnd
 
 
 def _home_key(req: GenerationRequest) -> tuple:

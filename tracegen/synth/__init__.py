@@ -7,9 +7,9 @@ that answers without a program.
 from .codegen import describe_step, emit_code, read_history
 from .direct import guess_direct
 from .program import parse_key, program_key, run_program
-from .search import Outcome, SynthResult, choose, search, synthesize
+from .search import Outcome, SynthResult, choose, search, stages, synthesize
 
 __all__ = [
     "Outcome", "SynthResult", "choose", "describe_step", "emit_code", "guess_direct", "parse_key",
-    "program_key", "read_history", "run_program", "search", "synthesize",
+    "program_key", "read_history", "run_program", "search", "stages", "synthesize",
 ]

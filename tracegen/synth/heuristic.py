@@ -24,6 +24,7 @@ from functools import cached_property
 from itertools import chain, combinations
 
 _WORD = re.compile(r"\w+")
+_SEP_RUN = re.compile(r"[\W_]+")
 # weights of the distance terms, in rough "steps" units
 W = {"content": 2.0, "extra": 0.5, "surplus": 0.25, "rows": 0.5, "cols": 0.5, "shape": 0.5, "pairs": 1.0}
 
@@ -84,7 +85,6 @@ class Target:
     @cached_property
     def separators(self) -> list[str]:
         """Punctuation runs inside target cells, most frequent first (for joining cells)."""
-        from .library import separators
         return separators(sorted(self.values), limit=3)
 
     @cached_property
@@ -114,6 +114,24 @@ class Target:
             once=frozenset(v for v, k in counts.items() if k == 1),
             repeated=tuple((v, k) for v, k in counts.items() if k > 1),
         )
+
+
+def separators(cells: list[str], limit: int = 4) -> list[str]:
+    """Punctuation runs inside cells (not at their ends), most frequent first, and their parts."""
+    counts: Counter = Counter()
+    for text in cells:
+        found = set()
+        for m in _SEP_RUN.finditer(text):
+            if m.start() == 0 or m.end() == len(text):
+                continue
+            run = m.group()
+            found.add(run)
+            if len(run) > 1:
+                found.update(run)
+        counts.update(found)
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))
+    return [sep for sep, _ in ranked[:limit]]
+
 
 
 _NUMBER = re.compile(r"[-+]?[$\u20ac\u00a3]?(\d[\d,]*(\.\d*)?|\.\d+)%?")

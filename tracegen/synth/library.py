@@ -20,7 +20,7 @@ from collections import Counter
 from typing import Iterator
 
 from . import operators as ops
-from .heuristic import Target, has_header
+from .heuristic import Target, has_header, separators
 
 Table = list[list[str]]
 Step = tuple[str, dict]
@@ -49,7 +49,6 @@ MERGE_SEPS = (" ", "", ", ", ",", "-", "/", ":", ": ", "_", ".", " - ", "|", ";"
 _PREDS = ("empty", "nonempty", "numeric", "not_numeric")
 SAMPLE_ROWS = 40  # rows read when inferring cell-level parameters
 ROWS_MEMO_MAX = 200  # columns of at most this many cells have their row steps kept per search
-_SEP_RUN = re.compile(r"[\W_]+")
 _TOKEN = re.compile(r"\w\w+")
 _PIECE = re.compile(r"\d+|[^\W\d_]+|.", re.S)
 
@@ -101,23 +100,6 @@ def width(table: Table) -> int:
 
 def _column(table: Table, col: int) -> list[str]:
     return [r[col] if col < len(r) else "" for r in table]
-
-
-def separators(cells: list[str], limit: int = 4) -> list[str]:
-    """Punctuation runs inside cells (not at their ends), most frequent first, and their parts."""
-    counts: Counter = Counter()
-    for text in cells:
-        found = set()
-        for m in _SEP_RUN.finditer(text):
-            if m.start() == 0 or m.end() == len(text):
-                continue
-            run = m.group()
-            found.add(run)
-            if len(run) > 1:
-                found.update(run)
-        counts.update(found)
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))
-    return [sep for sep, _ in ranked[:limit]]
 
 
 def _context_patterns(cells: list[str], tgt: Target, limit: int = 2) -> list[str]:

@@ -19,9 +19,11 @@ rest of the budget, seeded with the programs that fit the head. Without a consis
 returns the closest one it kept (smallest distance, then cost), so the emitted code always runs.
 ``search`` runs the search and returns an ``Outcome`` (every consistent program, ranked, and every
 state kept, closest first); ``choose`` picks the answer from it, so one search can serve several
-answers (the backend's repairs: the best program not tried yet). ``want`` = j + 1 asks for the j-th
-program distinct in ``behaviour`` (the backend: output on the new input); ``want=1`` is exactly
-the plain search.
+answers (the backend's repairs: the best program not tried yet). ``stages`` is the same search
+paused at its budget and continued with fresh nodes on ``send`` (the backend's later repairs of a
+chain): stopping at budget a and going on to a + b is the search of budget a + b, state for
+state. ``want`` = j + 1 asks for the j-th program distinct in ``behaviour`` (the backend: output
+on the new input); ``want=1`` is exactly the plain search.
 Speed without changing the result: the distance skips its layout terms for states the search
 prunes anyway (they lose a target value), counts values by set operations, reads the state's
 hashable rows (the seen-set key) and keeps its pair / triple score per rows' value sets; with
@@ -46,7 +48,7 @@ from itertools import chain
 import random
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .codegen import emit_code
 from .heuristic import Target, finish, lower_bound
@@ -107,6 +109,8 @@ class Outcome:
     found_at: dict = field(default_factory=dict)  # key -> nodes spent when that solution was first seen
     partial: list = field(default_factory=list)  # programs fitting a sampled head, not the whole
     sampled: bool = False  # the example was big: searched on its head first (``search``)
+    spent: int = 0  # nodes this stage of the search cost (``search``: all of them; ``stages``:
+    # the nodes since the stage before, or every node when the stage had to be searched afresh)
 
 
 def synthesize(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s: float | None = None,
@@ -189,17 +193,32 @@ def choose(found: Outcome, *, exclude=(), want: int = 1, behaviour=None) -> Synt
                        exhausted=want > 1)
 
 
+_GC_WAS_ON: list = []  # whether the collector ran before each ``_no_gc`` now open
+
+
 @contextmanager
 def _no_gc():
     """The cyclic collector paused: a search allocates states by the hundred thousand, none of
     them in a reference cycle, and the collector's passes over them cost a fifth of its time."""
     was = gc.isenabled()
     gc.disable()
+    _GC_WAS_ON.append(was)
     try:
         yield
     finally:
+        _GC_WAS_ON.pop()
         if was:
             gc.enable()
+
+
+def _settle() -> None:
+    """Hand what a paused search holds (a million tuples, none in a reference cycle) to the
+    collector's permanent generation, which it never walks: else the first allocation after the
+    pause walks all of it, and every later full collection again (a fifth of a repair's time with
+    a few dozen paused searches). They are freed as ever when the search is closed (reference
+    counts); what ``gc.freeze`` also takes along is only left out of cycle collection."""
+    if gc.isenabled() or _GC_WAS_ON[-1:] == [True]:
+        gc.freeze()
 
 
 @_no_gc()
@@ -217,6 +236,7 @@ def search(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s
               shuffle_seed=shuffle_seed, g_weight=g_weight, want=want, behave=_behave(behaviour))
     if not (sample and any(len(inp) > SAMPLE_ABOVE for inp, _ in examples)):
         found = _search(examples, None, seeds=seeds, **kw)
+        found.spent = found.nodes
     else:
         heads = [_head(inp, out) for inp, out in examples]
         found = _search(heads, examples, seeds=seeds, **{**kw, "max_nodes": max_nodes // 2})
@@ -230,8 +250,50 @@ def search(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s
                             **{**kw, "max_nodes": max(max_nodes - first.nodes, 0)})
             found.nodes += first.nodes
             found.sampled = True
+        found.spent = found.nodes
     found.elapsed_s = time.perf_counter() - t0
     return found
+
+
+def stages(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s: float | None = None,
+           exclude=(), seeds=(), max_depth: int = 6, shuffle_seed: int | None = None,
+           g_weight: float = G_WEIGHT, want: int = 1, behaviour=None, sample: bool = True):
+    """``search`` in stages: a generator whose first Outcome is ``search``'s (same arguments) and
+    whose ``send(more)`` continues that search with ``more`` fresh nodes from exactly where it
+    stopped (its frontier, the states it kept and the solutions' window as they were), so stage
+    k is the search of budget ``max_nodes + more_1 + ... + more_k``, whatever was kept between
+    the stages. Each Outcome's ``spent`` is the nodes its stage cost. A big (sampled) example
+    is searched afresh at each stage with the whole budget so far (its head / full-table split
+    depends on the total); ``spent`` is then all of that search's nodes."""
+    total = max_nodes
+    kw = dict(exclude=exclude, seeds=seeds, max_depth=max_depth, shuffle_seed=shuffle_seed, g_weight=g_weight,
+              want=want, behaviour=behaviour, sample=sample)
+    if sample and any(len(inp) > SAMPLE_ABOVE for inp, _ in examples):
+        while True:
+            more = yield search(examples, max_nodes=total, time_budget_s=time_budget_s, **kw)
+            total += max(int(more or 0), 0)
+
+    def deadline(t0):
+        return t0 + time_budget_s if time_budget_s and time_budget_s > 0 else None
+
+    t0 = time.perf_counter()
+    run = _stages(examples, None, max_nodes=total, deadline=deadline(t0), exclude=set(exclude), seeds=seeds,
+                  max_depth=max_depth, shuffle_seed=shuffle_seed, g_weight=g_weight, want=want,
+                  behave=_behave(behaviour))
+    try:
+        with _no_gc():
+            found = next(run)
+            _settle()
+        while True:
+            found.elapsed_s = time.perf_counter() - t0
+            more = yield found
+            t0 = time.perf_counter()
+            total += max(int(more or 0), 0)
+            with _no_gc():
+                found = run.send((total, deadline(t0)))
+                _settle()
+    finally:
+        run.close()
 
 
 def _head(inp: Table, out: Table) -> tuple[Table, Table]:
@@ -263,12 +325,28 @@ def _fits_head(tables, heads, full) -> bool:
     return True
 
 
-def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, max_depth: int, shuffle_seed,
-            g_weight: float, want: int, behave) -> Outcome:
+def _search(examples, full, **kw) -> Outcome:
+    """``_stages`` run once, to its budget: the search of ``search`` (arguments there)."""
+    run = _stages(examples, full, resumable=False, **kw)
+    try:
+        return next(run)
+    finally:
+        run.close()
+
+
+def _stages(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, max_depth: int, shuffle_seed,
+            g_weight: float, want: int, behave, resumable: bool = True):
     """Best-first search over ``examples``. With ``full`` (the whole examples of which ``examples``
     holds the first rows) a program is a solution when its tables fit the head (``_fits_head``)
     and it reproduces the full examples, which it is run on incrementally: the full tables of
-    each program checked are kept, so checking a program extends its prefix's by one step."""
+    each program checked are kept, so checking a program extends its prefix's by one step.
+
+    A generator: it yields the search's ``Outcome`` when its nodes reach ``max_nodes`` (or it
+    ends), and ``send((max_nodes, deadline))`` continues it to a larger budget from exactly where
+    it stopped (mid-expansion included), so stopping at budget a and continuing to b is the
+    search of budget b, state for state. A search that ended (frontier empty, window over)
+    yields its final Outcome again. ``resumable`` False: the caller only reads the first Outcome
+    (no ``_compact`` at the pause)."""
     inputs = tuple([list(r) for r in inp] for inp, _ in examples)
     targets = [Target.of(out) for _, out in examples]
     goal = tuple(t.table for t in targets)
@@ -288,6 +366,7 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
     solutions: list[tuple] = []  # (cost, steps, key, program)
     found_at: dict = {}
     partial: list = []  # with ``full``: programs that fit the head but not the whole example
+    # stop_at: where the window after the first solution ends (the budget caps it separately)
     nodes, cut, stop_at, cheapest_first, bound = 0, False, None, False, None
     checker = _FullCheck(full) if full is not None else None
 
@@ -326,7 +405,7 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
         if ok is False and len(partial) < SAMPLE_SEEDS:
             partial.append(program)
             if stop_at is None:  # the rest is a step the head cannot show: leave it to the full search
-                stop_at = min(max_nodes, nodes + max(WINDOW, nodes))
+                stop_at = nodes + max(WINDOW, nodes)
         return bool(ok)
 
     def consider(tables, program: Program, g: float, parent_lost: int | None) -> None:
@@ -348,7 +427,7 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
                     best = _ranked(solutions, want, behave)
                     bound = best[-1][0] if len(best) == want else None
                 if stop_at is None and bound is not None:
-                    stop_at = min(max_nodes, nodes + max(WINDOW, nodes))
+                    stop_at = nodes + max(WINDOW, nodes)
             return
         if key in seen or sum(map(len, chain.from_iterable(tables))) > limit:
             return
@@ -376,9 +455,24 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
             program, g = program + (step,), g + step_cost(*step)
             consider(tables, program, g, None)
 
-    while frontier and nodes < max_nodes and not cut:
+    def outcome(spent_before: int) -> Outcome:
+        near = _closest(tried, finished, exact, NEAR_KEEP if lazy else len(tried))
+        ranked = sorted({sol[2]: sol for sol in solutions}.values(), key=lambda sol: sol[:3])
+        return Outcome(ranked, near, nodes, cut, start_h, 0.0, dict(found_at), partial=list(partial),
+                       spent=nodes - spent_before)
+
+    start_h = exact(inputs, low(inputs)[2])
+    paused = 0  # nodes when the last stage stopped
+    while frontier and not cut:
         if stop_at is not None and nodes >= stop_at:
             break
+        if nodes >= max_nodes:  # the budget is spent: pause here until a larger one is sent
+            if resumable:
+                _compact(frontier, targets)
+            got = yield outcome(paused)
+            paused = nodes
+            max_nodes, deadline = got if got is not None else (max_nodes, deadline)
+            continue
         f, n, program, states, g, _, lost, key, rest = heapq.heappop(frontier)
         if len(program) >= max_depth or (bound is not None and g + 1.0 > bound + 1e-9):
             continue  # skipped the same whenever popped: depth is fixed, the bound only falls
@@ -388,14 +482,22 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
             if exact_f > f:
                 heapq.heappush(frontier, (exact_f, n, program, states, g, h, lost, key, None))
                 continue
+        if states is None:  # kept while paused as its key alone (``_compact``)
+            states = tuple([list(r) for r in t] for t in key)
         steps = propose(states[0], targets[0])
         if rng is not None:
             steps = list(steps)
             rng.shuffle(steps)
         weight = 1 + (sum(map(len, chain.from_iterable(states))) + target_cells) // CELLS_PER_NODE
         for step in steps:
-            if nodes >= max_nodes or (stop_at is not None and nodes >= stop_at):
+            if stop_at is not None and nodes >= stop_at:
                 break
+            while nodes >= max_nodes:  # paused in mid-expansion: a larger budget goes on from here
+                if resumable:
+                    _compact(frontier, targets)
+                got = yield outcome(paused)
+                paused = nodes
+                max_nodes, deadline = got if got is not None else (max_nodes, deadline)
             if deadline is not None and time.perf_counter() > deadline:
                 cut = True
                 break
@@ -408,9 +510,23 @@ def _search(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
                 continue
             consider(tables, program + (step,), g + step_cost(*step), lost)
 
-    near = _closest(tried, finished, exact, NEAR_KEEP if lazy else len(tried))
-    ranked = sorted({sol[2]: sol for sol in solutions}.values(), key=lambda sol: sol[:3])
-    return Outcome(ranked, near, nodes, cut, exact(inputs, low(inputs)[2]), 0.0, found_at, partial=partial)
+    final = outcome(paused)
+    while True:  # ended: every later stage is this one, at no cost
+        yield final
+        final = replace(final, spent=0)
+
+
+def _compact(frontier: list, targets) -> None:
+    """A paused search made small: its frontier without the states' tables, which their keys (the
+    same rows as tuples) hold too, and its targets' memos emptied (caches of pure functions of
+    the state, filled again as needed). It then takes a fraction of the memory, and the cyclic
+    collector, which stops looking at tuples of strings, has almost nothing of it to walk. The
+    heap order (by f, then order) is unchanged; a state's tables are rebuilt from its key when
+    it is popped, so the search goes on as if it had never paused."""
+    frontier[:] = [e if e[3] is None else e[:3] + (None,) + e[4:] for e in frontier]
+    for tgt in targets:
+        for memo in ("memo", "pair_memo", "layout_memo"):
+            tgt.__dict__.pop(memo, None)
 
 
 def _closest(tried, finished: dict, exact, keep: int) -> list:
