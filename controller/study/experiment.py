@@ -308,8 +308,8 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     t = time.monotonic()
     summary["frontier"] = {"learned_rule": rule_frontier}
     if cfg.train_lora and cfg.lora_frontier_lambdas:
-        lora_fit = lora_fit(cfg, "lora_frontier", False, worker=worker)  # no early stopping: dev labels are lam = 0
-        summary["frontier"]["lora_seq_policy"] = _frontier(lambda d, lam: lora_fit(d, f"lam{lam}"), env,
+        fit = lora_fit(cfg, "lora_frontier", False, worker=worker)  # no early stopping: one per price
+        summary["frontier"]["lora_seq_policy"] = _frontier(lambda d, lam: fit(d, f"lam{lam}"), env,
                                                            cfg.lora_frontier_lambdas, cfg)
     timing["frontier_s"] = round(rule_frontier_s + time.monotonic() - t, 2)
 
