@@ -72,7 +72,9 @@ def test_unreadable_and_malformed_files(tmp_path):
 def test_known_p_values_verdicts_and_primaries_first():
     st = _study([
         {"name": "tools", "kind": "accuracy_diff", "policies": ["always_tool_visible", "direct_only"], "split": "test"},
-        {"name": "cheaper", "primary": True, "kind": "cheaper_no_loss",
+        # margin 0.45: with 7 cases and no loss the exact bound is -(1 - 0.025^(1/7)) = -0.41, so a
+        # margin of 0 ("no loss at all") can never be shown; 0.45 can
+        {"name": "cheaper", "primary": True, "kind": "cheaper_no_loss", "margin": 0.45,
          "policies": ["learned_rule", "always_tool_visible"], "split": "test"},
     ])
     rows = evaluate_study(st, {"test": _outcomes()})
@@ -138,3 +140,29 @@ def test_beats_random_mix_named_pair_and_hull_pair():
     assert rows["hull"]["mix"] == ["direct_only", "write_once"] and rows["hull"]["w"] == pytest.approx(1)
     assert rows["hull"]["mix_expected_exact"] == pytest.approx(4.0)
     assert rows["cv"]["verdict"] == "not run" and "cv-folds" in rows["cv"]["excluded"]
+
+
+def test_exact_noninferiority_bound_known_answer():
+    from controller.study.stats import clopper_pearson, noninferiority_lower_bound
+
+    # 0 wins, 1 loss of 225: -CP upper(1, 225, 0.025) = -(beta.ppf(0.975, 2, 224)) ~ -2.45 pp
+    assert noninferiority_lower_bound(0, 1, 225, 0.05) == pytest.approx(-0.02451, abs=2e-4)
+    assert noninferiority_lower_bound(0, 0, 10) == pytest.approx(-clopper_pearson(0, 10, 0.025)[1])
+    assert clopper_pearson(0, 10, 0.025)[1] == pytest.approx(1 - 0.025 ** (1 / 10))  # the rule of three, exactly
+    assert noninferiority_lower_bound(0, 0, 0) is None
+
+
+def test_one_lost_case_in_225_is_not_non_inferior_at_a_2pp_margin():
+    """The bootstrap's lower bound (~ -1.3 pp) would call this supported; the exact bound (-2.45 pp) does not."""
+    n = 225
+    outs = {"always_tool_visible": [_o("always_tool_visible", i, True, 2, fam=f"f{i % 45}") for i in range(n)],
+            "learned_rule": [_o("learned_rule", i, i != 0, 1, fam=f"f{i % 45}") for i in range(n)]}
+    st = parse_study({"hypotheses": [{"name": "c", "primary": True, "kind": "cheaper_no_loss", "margin": 0.02,
+                                      "policies": ["learned_rule", "always_tool_visible"], "split": "test"}]},
+                     "t.toml")
+    (row,) = evaluate_study(st, {"test": outs})
+    ni = row["noninferiority"]
+    assert ni["wins"] == 0 and ni["losses"] == 1 and ni["n"] == n and "Clopper-Pearson" in ni["method"]
+    assert ni["lower_bound"] == pytest.approx(-0.0245, abs=3e-4)
+    assert row["accuracy_interval"][0] > -0.02  # the bootstrap alone would have passed it
+    assert row["p_holm"] < 0.05 and row["verdict"].startswith("not supported (an accuracy loss")

@@ -76,15 +76,21 @@ def hypotheses_md(s: Mapping) -> list[str]:
            f"{st.get('alpha', 0.05)}. Primaries are tested first. Every test is a family-level sign-flip "
            "test on per-case differences summed per family; Holm runs over distinct tests only, primaries "
            "and secondaries as separate families (identical per-family difference vectors are one test; the "
-           "oracle and ties by construction are left out, with the reason).", ""]
+           "oracle and ties by construction are left out, with the reason). Non-inferiority (`cheaper_no_loss`) "
+           "is decided by an exact binomial lower bound of the accuracy difference (Clopper-Pearson bound of "
+           "the win share minus that of the loss share, each at alpha/2), not by the bootstrap, which is "
+           "anti-conservative when losses are rare.", ""]
     rows = []
     for h in hyps:
         note = "; ".join(x for x in (h.get("excluded", ""), ("same test as " + ", ".join(h["merged_with"]))
                                      if h.get("merged_with") else "") if x)
         est = h.get("estimate")
         if h["statistic"] == "cheaper_no_loss" and est is not None:
+            ni = h.get("noninferiority") or {}
             est_txt = (f"saves {_f(est)} {h['unit']}/case {_ci(h.get('interval'))}; accuracy "
-                       f"{_f(h.get('accuracy_diff'))} {_ci(h.get('accuracy_interval'))}")
+                       f"{_f(h.get('accuracy_diff'))} ({ni.get('wins', 'n/a')} won, {ni.get('losses', 'n/a')} lost), "
+                       f"exact lower bound {_f(ni.get('lower_bound'))} vs margin -{_f(h.get('margin'))} "
+                       f"(family bootstrap {_ci(h.get('accuracy_interval'))}, for information)")
         elif h["statistic"] == "beats_random_mix" and est is not None:
             est_txt = (f"{h.get('learner_exact')} vs {_f(h.get('mix_expected_exact'), 1)} expected "
                        f"({' + '.join(h.get('mix', []))}, w={_f(h.get('w'), 2)}); {_f(est)} {_ci(h.get('interval'))}")
