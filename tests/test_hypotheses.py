@@ -166,3 +166,60 @@ def test_one_lost_case_in_225_is_not_non_inferior_at_a_2pp_margin():
     assert ni["lower_bound"] == pytest.approx(-0.0245, abs=3e-4)
     assert row["accuracy_interval"][0] > -0.02  # the bootstrap alone would have passed it
     assert row["p_holm"] < 0.05 and row["verdict"].startswith("not supported (an accuracy loss")
+
+
+def test_unknown_keys_are_errors_naming_the_key_and_the_file(tmp_path):
+    base = {"name": "a", "primary": True, "kind": "accuracy_diff", "policies": ["learned_rule", "direct_only"]}
+    for raw, key in [({"hypotheses": [base], "alpah": 0.05}, "'alpah'"),
+                     ({"hypotheses": [dict(base, margni=0.02)]}, "'margni'"),
+                     ({"hypotheses": [base], "split_seeds": {"min_suported": 4}}, "'min_suported'")]:
+        p = tmp_path / "typo.json"
+        p.write_text(json.dumps(raw))
+        with pytest.raises(StudyError) as e:
+            load_study(str(p))
+        assert str(e.value).startswith(f"{p}: ") and "unknown key " + key in str(e.value)
+    with pytest.raises(StudyError, match="min_supported must be an integer"):
+        parse_study({"hypotheses": [base], "split_seeds": {"min_supported": 0}}, "x.toml", POLS)
+    assert parse_study({"hypotheses": [base], "split_seeds": {"min_supported": 4}}, "x.toml", POLS).min_supported == 4
+    assert load_study("studies/foofah.toml").min_supported is None  # the old file still loads
+
+
+def _seed_records(split_seed, rule_right):
+    """7 one-case families; always-tool right at 2 generations, the rule at 1 generation, right where told."""
+    recs = []
+    for i in range(7):
+        recs.append({"split_seed": split_seed, "policy": "always_tool_visible", "case_id": f"c{i}", "family": f"f{i}",
+                     "correct": True, "program_generations": 2, "generated_tokens": 200, "work": 2000})
+        recs.append({"split_seed": split_seed, "policy": "learned_rule", "case_id": f"c{i}", "family": f"f{i}",
+                     "correct": rule_right(i), "program_generations": 1, "generated_tokens": 100, "work": 1000})
+    return {"split_seed": split_seed, "folds": [], "records": recs}
+
+
+def test_per_split_seed_verdicts_and_the_rule():
+    from controller.study.hypotheses import attach_split_seeds, combine_verdicts
+
+    hyp = {"name": "acc", "primary": True, "kind": "accuracy_diff", "policies": ["learned_rule", "always_tool_visible"]}
+    lora = {"name": "lora", "primary": False, "kind": "accuracy_diff",
+            "policies": ["lora_seq_policy", "always_tool_visible"]}
+    # the rule loses every case at split seeds 0-2 (p = 2/128: worse), nothing at 3-4 (a tie: within noise)
+    ssr = [_seed_records(s, (lambda i: False) if s < 3 else (lambda i: True)) for s in range(5)]
+    by_policy = {}
+    for r in ssr[0]["records"]:
+        by_policy.setdefault(r["policy"], []).append(r)
+    for rule, verdict, at in [({}, "within noise (better at 0, worse at 3 of 5 split seeds; the rule needs 5)", "0 of 5"),
+                              ({"split_seeds": {"min_supported": 3}}, "worse", "0 of 5")]:
+        st = parse_study({"hypotheses": [hyp, lora], **rule}, "t.toml", POLS + ("lora_seq_policy",))
+        rows = evaluate_study(st, {"cv_pooled": by_policy})
+        attach_split_seeds(rows, st, {"cv_pooled": by_policy}, ssr, 0)
+        row = {r["name"]: r for r in rows}
+        assert [e["verdict"] for e in row["acc"]["per_split_seed"]] == ["worse"] * 3 + ["within noise"] * 2
+        assert [e["split_seed"] for e in row["acc"]["per_split_seed"]] == [0, 1, 2, 3, 4]
+        assert row["acc"]["per_split_seed"][0]["p_family"] == pytest.approx(2 / 128)
+        assert row["acc"]["per_split_seed"][0]["estimate"] == pytest.approx(-1.0)
+        assert row["acc"]["verdict"] == verdict and row["acc"]["supported_at"] == at
+        assert row["acc"]["verdict_first_split_seed"] == "worse"
+        assert row["lora"]["verdict"] == "not run"
+        assert all("lora_seq_policy was not run at split seed" in e["skipped"] for e in row["lora"]["per_split_seed"])
+    assert combine_verdicts("cheaper_no_loss", ["supported"] * 4 + ["not supported (x)"], 4) == ("supported", 4)
+    assert combine_verdicts("cheaper_no_loss", ["supported"] * 3 + ["not supported (x)"] * 2, 4)[0].startswith(
+        "not supported (supported at 3 of 5")

@@ -98,9 +98,20 @@ def hypotheses_md(s: Mapping) -> list[str]:
             est_txt = f"{_f(est)} {_ci(h.get('interval'))}"
         rows.append([f"`{h['name']}`", "primary" if h["primary"] else "secondary", h["statistic"],
                      ", ".join(f"`{p}`" for p in h["policies"]), h["split"], h["unit"], h.get("n_families", "n/a"),
-                     est_txt, _p(h.get("p_family")), _p(h.get("p_holm")), h["verdict"], note])
+                     est_txt, _p(h.get("p_family")), _p(h.get("p_holm")), _split_seed_cell(h), h["verdict"], note])
+    rule = st.get("split_seed_rule") or {}
+    tail = ([f"Estimates and p-values are those of the first split seed; a cross-validated hypothesis is "
+             f"re-tested at every split seed (Holm within each) and its verdict follows the rule: {rule['rule']}.", ""]
+            if rule.get("rule") and rule.get("of") else [])
     return out + _table(["Hypothesis", "Role", "Statistic", "Policies", "Split", "Unit", "Families", "Estimate [95% CI]",
-                         "p (family)", "p (Holm)", "Verdict", "Notes"], rows)
+                         "p (family)", "p (Holm)", "Split seeds (verdict per seed)", "Verdict", "Notes"], rows) + tail
+
+
+def _split_seed_cell(h: Mapping) -> str:
+    per = h.get("per_split_seed")
+    if not per:
+        return "n/a"
+    return f"{h.get('supported_at')}: " + ", ".join(f"{e['split_seed']}: {e['verdict'].split(' (')[0]}" for e in per)
 
 
 def power_md(s: Mapping) -> list[str]:

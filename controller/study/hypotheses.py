@@ -43,6 +43,13 @@ from controller.study.stats import (ALPHA, EXCLUDE_ORACLE, NONINFERIORITY_METHOD
 KINDS = {"accuracy_diff": 2, "cost_saving": 2, "cheaper_no_loss": 2, "beats_random_mix": (1, 3)}
 SPLITS = ("test", "dev", "cv_pooled")
 EXCLUDE_SAME = "identical outcome vectors (right and cost on every case): nothing to test"
+TOP_KEYS = frozenset({"name", "cost_unit", "alpha", "hypotheses", "split_seeds"})
+HYPOTHESIS_KEYS = frozenset({"name", "primary", "kind", "policies", "unit", "split", "margin", "description"})
+SPLIT_SEED_KEYS = frozenset({"min_supported"})
+# the verdict a hypothesis is "supported" with at one split seed, and its opposite
+POSITIVE = {"accuracy_diff": "better", "cost_saving": "cheaper", "cheaper_no_loss": "supported",
+            "beats_random_mix": "better"}
+NEGATIVE = {"accuracy_diff": "worse", "cost_saving": "costlier", "beats_random_mix": "worse"}
 
 
 class StudyError(ValueError):
@@ -68,6 +75,7 @@ class Study:
     alpha: float = ALPHA
     hypotheses: tuple[Hypothesis, ...] = field(default_factory=tuple)
     source: str = "built-in default"
+    min_supported: int | None = None  # [split_seeds] min_supported; None: every split seed
 
 
 # ----------------------------------------------------------------------------- loading
@@ -80,6 +88,19 @@ def parse_study(raw: Mapping, source: str, known_policies: Sequence[str] | None 
 
     if not isinstance(raw, Mapping):
         raise bad("the top level must be a table/object")
+    extra = sorted(set(raw) - TOP_KEYS)
+    if extra:
+        raise bad(f"unknown key {extra[0]!r} (known: {', '.join(sorted(TOP_KEYS))})")
+    rule = raw.get("split_seeds", {})
+    if not isinstance(rule, Mapping):
+        raise bad("'split_seeds' must be a table/object, e.g. [split_seeds] min_supported = 4")
+    extra = sorted(set(rule) - SPLIT_SEED_KEYS)
+    if extra:
+        raise bad(f"unknown key {extra[0]!r} in [split_seeds] (known: {', '.join(sorted(SPLIT_SEED_KEYS))})")
+    min_supported = rule.get("min_supported")
+    if min_supported is not None and (isinstance(min_supported, bool) or not isinstance(min_supported, int)
+                                      or min_supported < 1):
+        raise bad(f"[split_seeds] min_supported must be an integer >= 1, got {min_supported!r}")
     unit = raw.get("cost_unit", "generations")
     if unit not in UNITS:
         raise bad(f"cost_unit {unit!r} is not one of {', '.join(UNITS)}")
@@ -94,6 +115,10 @@ def parse_study(raw: Mapping, source: str, known_policies: Sequence[str] | None 
         if not isinstance(h, Mapping):
             raise bad(f"hypotheses[{i}] is not a table/object")
         name = h.get("name")
+        extra = sorted(set(h) - HYPOTHESIS_KEYS)
+        if extra:
+            raise bad(f"hypotheses[{i}] ({name!r}): unknown key {extra[0]!r} "
+                      f"(known: {', '.join(sorted(HYPOTHESIS_KEYS))})")
         if not isinstance(name, str) or not name or name in names:
             raise bad(f"hypotheses[{i}]: 'name' must be a unique non-empty string, got {name!r}")
         names.add(name)
@@ -123,7 +148,7 @@ def parse_study(raw: Mapping, source: str, known_policies: Sequence[str] | None 
                                str(h.get("description", ""))))
     if not any(h.primary for h in hyps):
         raise bad("no hypothesis is marked primary = true")
-    return Study(str(raw.get("name", Path(source).stem)), unit, float(alpha), tuple(hyps), source)
+    return Study(str(raw.get("name", Path(source).stem)), unit, float(alpha), tuple(hyps), source, min_supported)
 
 
 def load_study(path: str, known_policies: Sequence[str] | None = None) -> Study:
@@ -285,3 +310,105 @@ def evaluate_study(study: Study, outcomes_by_split: Mapping[str, Mapping[str, Se
             row["_families"], row["_diffs"] = s.get("families"), s.get("diffs")  # for power; dropped by the caller
             rows[i] = row
     return sorted(rows, key=lambda r: not r["primary"])
+
+
+# ----------------------------------------------------------------------------- over split seeds
+
+
+def split_seed_rule(study: Study, n_seeds: int) -> dict:
+    """How per-split-seed verdicts become one: the study file's ``[split_seeds] min_supported``, else
+    every split seed."""
+    if study.min_supported is None:
+        return {"min_supported": n_seeds, "of": n_seeds, "source": "default",
+                "rule": f"supported at all {n_seeds} split seeds (the study file states no rule)"}
+    k = study.min_supported
+    words = f"supported at >= {k} of {n_seeds} split seeds ([split_seeds] min_supported = {k} in {study.source})"
+    if k > n_seeds:
+        words += f"; only {n_seeds} split seeds ran, so the rule cannot be met"
+    return {"min_supported": k, "of": n_seeds, "source": study.source, "rule": words}
+
+
+def combine_verdicts(kind: str, verdicts: Sequence[str], min_supported: int) -> tuple[str, int]:
+    """(verdict by the rule, number of split seeds with the positive verdict)."""
+    pos_word, neg_word = POSITIVE[kind], NEGATIVE.get(kind)
+    ran = [v for v in verdicts if v != "not run"]
+    n = len(verdicts)
+    pos = sum(1 for v in verdicts if v == pos_word)
+    neg = sum(1 for v in verdicts if neg_word and v == neg_word)
+    if not ran:
+        return "not run", 0
+    missing = f"; not run at {n - len(ran)}" if len(ran) < n else ""
+    if pos >= min_supported:
+        return pos_word, pos
+    if neg_word and neg >= min_supported:
+        return neg_word, pos
+    if len(set(ran)) == 1 and not missing:
+        return ran[0], pos
+    if kind == "cheaper_no_loss":
+        return f"not supported ({pos_word} at {pos} of {n} split seeds{missing}; the rule needs {min_supported})", pos
+    return (f"within noise ({pos_word} at {pos}, {neg_word or 'opposite'} at {neg} of {n} split seeds{missing}; "
+            f"the rule needs {min_supported})"), pos
+
+
+def _seed_entry(seed: int, row: Mapping) -> dict:
+    out = {"split_seed": seed, "verdict": row["verdict"], "p_family": row.get("p_family"),
+           "p_holm": row.get("p_holm"), "estimate": row.get("estimate")}
+    if row.get("statistic") == "cheaper_no_loss":
+        out["accuracy_diff"] = row.get("accuracy_diff")
+        out["noninferiority_lower_bound"] = (row.get("noninferiority") or {}).get("lower_bound")
+    if row["verdict"] == "not run":
+        out["skipped"] = row.get("excluded", "not run")
+    return out
+
+
+def attach_split_seeds(rows: list[dict], study: Study, outcomes_by_split: Mapping[str, Mapping],
+                       split_seed_records: Sequence[Mapping] | None, first_split_seed: int | None,
+                       direct_tokens: Mapping[str, int] | None = None, fixed: Sequence[str] = (),
+                       seed: int = 0) -> list[dict]:
+    """Evaluate every ``cv_pooled`` hypothesis at every split seed and combine the verdicts.
+
+    ``split_seed_records`` is ``split_seeds.split_seed_outcomes``' list (one entry per split seed
+    with its per-case ``records``); without it the run's one CV (``first_split_seed``) is the only
+    split seed. At each split seed the whole study is evaluated again with that seed's pooled CV
+    outcomes (dev and test hypotheses unchanged), so Holm stays over the distinct hypotheses within
+    one split seed. Each ``cv_pooled`` row gets ``per_split_seed`` (a list of {split_seed, verdict,
+    p_family, p_holm, estimate, ...; ``skipped`` when not run there}), ``supported_at`` ("k of N"),
+    ``split_seed_rule`` (words) and ``verdict`` by the rule; the single-split-seed verdict moves to
+    ``verdict_first_split_seed``. Rows of other splits get ``per_split_seed`` None. Mutates and
+    returns ``rows``."""
+    per_seed: list[tuple[int, dict[str, dict]]] = []
+    if split_seed_records:
+        for entry in split_seed_records:
+            by_policy: dict[str, list] = {}
+            for r in entry["records"]:
+                by_policy.setdefault(r["policy"], []).append(r)
+            splits = {k: v for k, v in outcomes_by_split.items() if k != "cv_pooled"}
+            splits["cv_pooled"] = by_policy
+            seed_rows = evaluate_study(study, splits, direct_tokens, [p for p in fixed if p in by_policy], seed)
+            for r in seed_rows:
+                r.pop("_families", None), r.pop("_diffs", None)
+            per_seed.append((int(entry["split_seed"]), {r["name"]: r for r in seed_rows}))
+    elif "cv_pooled" in outcomes_by_split:
+        per_seed.append((int(first_split_seed or 0), {r["name"]: r for r in rows}))
+    rule = split_seed_rule(study, len(per_seed))
+    kinds = {h.name: h.kind for h in study.hypotheses}
+    for row in rows:
+        if row["split"] != "cv_pooled":
+            row["per_split_seed"], row["supported_at"] = None, None
+            row["split_seed_rule"] = f"not applicable: split {row['split']} does not depend on the split seed"
+            continue
+        entries = []
+        for s, by_name in per_seed:
+            r = by_name[row["name"]]
+            e = _seed_entry(s, r)
+            if r["verdict"] == "not run" and r.get("excluded", "").startswith("not run: policy"):
+                e["skipped"] = r["excluded"].replace("on cv_pooled", f"at split seed {s}")
+            entries.append(e)
+        row["per_split_seed"] = entries
+        row["verdict_first_split_seed"] = row["verdict"]
+        if not entries:
+            row["supported_at"], row["split_seed_rule"] = None, "no split seed ran (no cross-validation)"
+            continue
+        v, k = combine_verdicts(kinds[row["name"]], [e["verdict"] for e in entries], rule["min_supported"])
+        row["verdict"], row["supported_at"], row["split_seed_rule"] = v, f"{k} of {len(entries)}", rule["rule"]
+    return rows

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from controller.study.headroom import headroom_table
-from controller.study.hypotheses import Study, default_study, evaluate_study, load_study
+from controller.study.hypotheses import (Study, attach_split_seeds, default_study, evaluate_study, load_study,
+                                         split_seed_rule)
 from controller.env.registry import is_learner, role
 from controller.study.power import min_detectable_effect
 from controller.study.routing import routing_table
@@ -66,9 +67,12 @@ def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[M
     else:
         st = load_study(study) if isinstance(study, str) else study
     hyps = evaluate_study(st, by_split, direct_tokens, fixed, seed)
+    ssr = summary.get("split_seed_records")
+    attach_split_seeds(hyps, st, by_split, ssr, cv.get("split_seed"), direct_tokens, fixed, seed)
+    n_seeds = len(ssr) if ssr else (1 if "cv_pooled" in by_split else 0)
     return {"headroom": headroom_table(records, summary.get("policy_results"), cv.get("pooled")),
             "routing": routing,
             "study": {"name": st.name, "source": st.source, "cost_unit": st.cost_unit, "alpha": st.alpha,
-                      "pre_registered": study is not None},
+                      "pre_registered": study is not None, "split_seed_rule": split_seed_rule(st, n_seeds)},
             "power": power_rows(hyps, routing, st.alpha, seed),
             "hypotheses": hyps}
