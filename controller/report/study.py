@@ -120,7 +120,8 @@ def power_md(s: Mapping) -> list[str]:
         mde = p.get("mde")
         rows.append([f"`{p['hypothesis']}`", p["n_families"], p["effect_unit"],
                      "not detectable" if mde is None else _f(mde), _f(p.get("observed_effect")),
-                     _f(p.get("power_at_observed"), 2), f"{p['min_attainable_p']:.2g}", p.get("note", "")])
+                     f"{p['min_attainable_p']:.2g}" + (f" ({p['test_method']})" if p.get("test_method") else ""),
+                     p.get("note", "")])
     if not rows:
         return []
     return ["## Power of the primary tests", "",
@@ -128,8 +129,8 @@ def power_md(s: Mapping) -> list[str]:
             "and the test's alpha, by simulation: families resampled with their observed spread around the "
             "mean, random signs (the null), plus an effect per case; the same sign-flip test. A null result "
             "rules out only effects at least this large.", ""] + _table(
-        ["Hypothesis", "Families", "Effect unit", "MDE (80% power)", "Observed", "Power at observed",
-         "Smallest attainable p", "Note"], rows)
+        ["Hypothesis", "Families", "Effect unit", "MDE (80% power)", "Observed",
+         "Smallest attainable p (all families differ)", "Note"], rows)
 
 
 def routing_md(s: Mapping) -> list[str]:
