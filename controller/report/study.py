@@ -148,8 +148,8 @@ def routing_md(s: Mapping) -> list[str]:
                              "n/a" if not td else f"{_f(td['expected_exact'], 1)} (p {_p(td['p_family'])})",
                              "n/a" if not hull else f"{'+'.join(dict.fromkeys((hull['a'], hull['b'])))}: {_f(hull['expected_exact'], 1)} "
                                                     f"(p {_p(hull['p_family'])})",
-                             L["exact"], _f(fr.get("apgr")), _f(fr.get("cpt50")), _f(fr.get("cpt80")),
-                             _f(L.get("cost_gap_recovered"))])
+                             L["exact"], _apgr_cell(L), _f(fr.get("apgr_interpolated")), _f(fr.get("cpt50")),
+                             _f(fr.get("cpt80")), _gap_cell(L)])
     if not rows:
         return []
     hull_txt = []
@@ -160,15 +160,40 @@ def routing_md(s: Mapping) -> list[str]:
     return ["## Routing baselines (every cost unit)", "",
             f"Per scored case. Random mixing runs the stronger of two fixed policies with probability w chosen so "
             f"its expected cost equals the learner's; the learner is tested against it at the family level "
-            f"(sign-flip). The hull is the best such mix of any two fixed policies. APGR: area under the "
-            f"performance-gap-recovered curve of the learner's lambda sweep between `{r['weak']}` and "
-            f"`{r['strong']}` (random router {r['random_router_apgr']}); CPT(50%/80%): share of the strong "
-            "reference's extra cost needed to recover 50%/80% of the gap; cost-gap recovered: (always-tool cost "
-            "- learner cost) / (always-tool cost - oracle cost). Units: "
+            f"(sign-flip). The hull is the best such mix of any two fixed policies. APGR (RouteLLM's estimator): "
+            f"at 10 cost budgets evenly spaced between `{r['weak']}` and `{r['strong']}` (shares 0.1 ... 1.0), the "
+            f"best performance gap recovered by an operating point at or below the budget, averaged (random router "
+            f"{r['random_router_apgr']}); shown for the learner alone with its family-bootstrap interval, and with "
+            f"its lambda sweep where there is one. APGR (interpolated): the older trapezoid through the sweep "
+            f"anchored at (0, 0) and (1, 1) (random router {r.get('random_router_apgr_interpolated', 0.5)}). "
+            "CPT(50%/80%): share of the strong reference's extra cost needed to recover 50%/80% of the gap. "
+            "Cost-gap recovered, at matched accuracy only: (always-tool cost - c) / (always-tool cost - oracle "
+            "cost), c the cheapest operating point of the learner (itself or a sweep point) at least as accurate "
+            "as always-tool, with a family-bootstrap interval; n/a with the reason when none is. Units: "
             + "; ".join(f"{k}: {v}" for k, v in UNIT_TEXT.items()) + ".", ""] + _table(
         ["Split", "Unit", "Learner", "Cost", "Accuracy", f"Mix {r['weak']}+{r['strong']} expected exact (p)",
-         "Hull mix expected exact (p)", "Learner exact", "APGR", "CPT(50%)", "CPT(80%)", "Cost-gap recovered"],
+         "Hull mix expected exact (p)", "Learner exact", "APGR (RouteLLM) learner [CI]; with sweep",
+         "APGR (interpolated)", "CPT(50%)", "CPT(80%)", "Cost-gap recovered at matched accuracy [CI]"],
         rows) + ["Fixed-policy hull (cost, accuracy): " + "; ".join(hull_txt), ""]
+
+
+def _apgr_cell(L: Mapping) -> str:
+    a = L.get("apgr") or {}
+    me, fr = a.get("learner") or {}, a.get("frontier") or {}
+    txt = f"{_f(me.get('value'))} {_ci(me.get('ci95_family'))}".strip()
+    if fr:
+        txt += f"; {_f(fr.get('value'))}"
+    return txt
+
+
+def _gap_cell(L: Mapping) -> str:
+    m = L.get("cost_gap_recovered_matched")
+    if not m:
+        return "n/a"
+    if m.get("value") is None:
+        return f"n/a ({m.get('reason', 'undefined')})"
+    where = "" if m.get("operating_point") == "learner" else f" (at a {m.get('operating_point')} point)"
+    return f"{_f(m['value'])} {_ci(m.get('ci95_family'))}{where}".strip()
 
 
 STUDY_SECTIONS = (headroom_md, hypotheses_md, power_md, routing_md)
