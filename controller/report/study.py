@@ -1,4 +1,4 @@
-"""The report's opening sections: headroom, pre-registered hypotheses, power, routing.
+"""The report's opening sections: headroom, the study's hypotheses, power, routing.
 
 Each function takes a ``final_summary.json``-shaped dict and returns markdown lines (none when its
 key is missing), so ``report.render_report`` opens with what the data can answer before any
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from controller.study.headroom import CELL_TEXT, CELLS
+from controller.study.provenance import registration_words
 
 UNIT_TEXT = {"generations": "program generations", "tokens": "thousand completion tokens (program rounds)",
              "work": "thousand work units (search nodes for synth, completion tokens for models)"}
@@ -69,9 +70,8 @@ def hypotheses_md(s: Mapping) -> list[str]:
     if not hyps:
         return []
     st = s.get("study") or {}
-    reg = ("pre-registered in `" + str(st.get("source")) + "`" if st.get("pre_registered")
-           else "the built-in default study (no `--study` file: not pre-registered for this run)")
-    out = ["## Pre-registered hypotheses", "",
+    reg = registration_words(st)
+    out = ["## Pre-registered hypotheses" if st.get("pre_registered") else "## Study hypotheses", "",
            f"Study `{st.get('name', 'n/a')}`, {reg}; cost unit: {st.get('cost_unit', 'n/a')}; alpha "
            f"{st.get('alpha', 0.05)}. Primaries are tested first. Every test is a family-level sign-flip "
            "test on per-case differences summed per family; Holm runs over distinct tests only, primaries "

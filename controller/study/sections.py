@@ -2,7 +2,7 @@
 
 ``study_sections`` is the one call ``experiment.run_experiment`` makes after every policy has been
 simulated (and cross-validated): headroom from the traces, routing baselines and metrics for the
-dev, test and pooled-CV outcomes in every cost unit, the pre-registered hypotheses of the study
+dev, test and pooled-CV outcomes in every cost unit, the hypotheses of the study
 file (or the built-in default, marked as such) with their family-level tests, and the minimum
 detectable effect of every primary test.
 """
@@ -15,6 +15,7 @@ from controller.study.hypotheses import (Study, attach_split_seeds, default_stud
                                          split_seed_rule)
 from controller.env.registry import is_learner, role
 from controller.study.power import min_detectable_effect
+from controller.study.provenance import study_provenance
 from controller.study.routing import routing_table
 
 
@@ -73,6 +74,8 @@ def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[M
     return {"headroom": headroom_table(records, summary.get("policy_results"), cv.get("pooled")),
             "routing": routing,
             "study": {"name": st.name, "source": st.source, "cost_unit": st.cost_unit, "alpha": st.alpha,
-                      "pre_registered": study is not None, "split_seed_rule": split_seed_rule(st, n_seeds)},
+                      "split_seed_rule": split_seed_rule(st, n_seeds),
+                      # the pipeline adds traces_started_utc from run_config.json and settles the registration
+                      **study_provenance(st.source if study is not None else None)},
             "power": power_rows(hyps, routing, st.alpha, seed),
             "hypotheses": hyps}
