@@ -223,3 +223,17 @@ def test_per_split_seed_verdicts_and_the_rule():
     assert combine_verdicts("cheaper_no_loss", ["supported"] * 4 + ["not supported (x)"], 4) == ("supported", 4)
     assert combine_verdicts("cheaper_no_loss", ["supported"] * 3 + ["not supported (x)"] * 2, 4)[0].startswith(
         "not supported (supported at 3 of 5")
+
+
+def test_split_seed_rule_table_in_a_toml_file(tmp_path):
+    from controller.study.hypotheses import split_seed_rule
+
+    p = tmp_path / "s.toml"
+    p.write_text('[split_seeds]\nmin_supported = 4\n\n[[hypotheses]]\nname = "a"\nprimary = true\n'
+                 'kind = "accuracy_diff"\npolicies = ["learned_rule", "direct_only"]\n')
+    st = load_study(str(p))
+    assert st.min_supported == 4
+    rule = split_seed_rule(st, 5)
+    assert rule["min_supported"] == 4 and rule["of"] == 5 and "min_supported = 4" in rule["rule"]
+    assert "cannot be met" in split_seed_rule(st, 3)["rule"]
+    assert "states no rule" in split_seed_rule(load_study("studies/foofah.toml"), 5)["rule"]
