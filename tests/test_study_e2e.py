@@ -74,3 +74,15 @@ def test_bad_study_file_is_refused_before_anything_is_written(tmp_path):
     err = r.stderr.strip()
     assert r.returncode == 2 and "\n" not in err and "bad.toml" in err and "no_such_policy" in err
     assert not (root / "reports").exists()
+
+
+def test_unknown_study_key_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "typo.toml"
+    bad.write_text('[split_seeds]\nmin_suported = 4\n[[hypotheses]]\nname = "x"\nprimary = true\n'
+                   'kind = "accuracy_diff"\npolicies = ["learned_rule", "direct_only"]\n')
+    root = tmp_path / "root"
+    r = subprocess.run([sys.executable, str(SCRIPT), "--root", str(root), "--no-progress", "--generate-traces",
+                        "--limit-total", "4", "--study", str(bad)], capture_output=True, text=True, timeout=300)
+    err = r.stderr.strip()
+    assert r.returncode == 2 and "\n" not in err and "typo.toml" in err and "'min_suported'" in err
+    assert not (root / "reports").exists()
