@@ -184,7 +184,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--seeds", type=int, default=1, help="retrain every learned controller and the shuffled control "
                    "with seeds SEED..SEED+N-1 and report mean [min, max]")
     g.add_argument("--study", default=None, metavar="FILE", help="study file (TOML or JSON, e.g. studies/foofah.toml): "
-                   "the pre-registered primary hypotheses and cost unit (default: a built-in study, not pre-registered)")
+                   "the primary hypotheses and cost unit; pre-registered only when committed before the traces "
+                   "started (default: a built-in study, not registered)")
     g.add_argument("--split-seeds", type=int, default=1, help="with --cv-folds: repeat cross-validation with N fold "
                    "assignments (fold seeds SPLIT_SEED..SPLIT_SEED+N-1) and report every CV result's spread")
     return p

@@ -329,22 +329,6 @@ def _slice_synth_waves(cfg: RunConfig) -> None:
         cfg.rollout.request_slice = 8 * workers(cfg.backend)
 
 
-def _traces_started(cfg: RunConfig) -> str:
-    """When this trace file was started (UTC, ISO 8601): kept from run_config.json on --resume,
-    now for a new file. A study file committed before it is a registration made before the traces."""
-    import datetime
-
-    path = _run_config_path(cfg)
-    if cfg.resume and trace_path(cfg).exists() and path.exists():
-        try:
-            old = json.loads(path.read_text()).get("traces_started_utc")
-        except (OSError, ValueError):
-            old = None
-        if old:
-            return old
-    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-
-
 def _open_backend(cfg: RunConfig):
     """Build the backend (loading a model, checking an endpoint) before anything is written."""
     from tracegen.backends import get_backend
@@ -374,12 +358,23 @@ def _generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict
     from sandbox import Sandbox
     from tracegen.rollout import rollout
 
+    from controller.study.provenance import utc_now
+
+    started = _traces_started_utc(cfg) if cfg.resume and done else utc_now()  # kept on --resume
     _start_trace_file(cfg, log)
     atomic_write_json(_run_config_path(cfg), {"trace_config": tcfg, "backend": asdict(cfg.backend),
                                               "rollout": asdict(cfg.rollout),
-                                              "traces_started_utc": _traces_started(cfg)})
+                                              **({"traces_started_utc": started} if started else {})})
     with Sandbox(workers=cfg.workers) as sb:
         return rollout(cases, split_of, backend, sb, trace_path(cfg), cfg.rollout, done_ids=done)
+
+
+def _traces_started_utc(cfg: RunConfig) -> str | None:
+    """``traces_started_utc`` of the run_config.json beside the traces (None: absent, e.g. older files)."""
+    try:
+        return json.loads(_run_config_path(cfg).read_text()).get("traces_started_utc")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 # ---- the run --------------------------------------------------------------------------------
@@ -514,6 +509,12 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, 
         if own_worker and worker is not None:
             worker.close()
     summary["split_method"] = {"method": split_info["method"], "probe_case_ids": sorted(probes)}
+    if summary.get("study"):  # pre-registered only if the study file was committed before the traces started
+        from controller.study.provenance import registration
+
+        started = _traces_started_utc(cfg)
+        summary["study"].update(traces_started_utc=started or "unknown",
+                                **registration(summary["study"].get("study_file_git"), started))
     return write_outputs(cfg, summary, outcomes, records, timing, t0, log)
 
 

@@ -72,7 +72,9 @@ def test_unreadable_and_malformed_files(tmp_path):
 def test_known_p_values_verdicts_and_primaries_first():
     st = _study([
         {"name": "tools", "kind": "accuracy_diff", "policies": ["always_tool_visible", "direct_only"], "split": "test"},
-        {"name": "cheaper", "primary": True, "kind": "cheaper_no_loss",
+        # margin 0.45: with 7 cases and no loss the exact bound is -(1 - 0.025^(1/7)) = -0.41, so a
+        # margin of 0 ("no loss at all") can never be shown; 0.45 can
+        {"name": "cheaper", "primary": True, "kind": "cheaper_no_loss", "margin": 0.45,
          "policies": ["learned_rule", "always_tool_visible"], "split": "test"},
     ])
     rows = evaluate_study(st, {"test": _outcomes()})
@@ -138,3 +140,100 @@ def test_beats_random_mix_named_pair_and_hull_pair():
     assert rows["hull"]["mix"] == ["direct_only", "write_once"] and rows["hull"]["w"] == pytest.approx(1)
     assert rows["hull"]["mix_expected_exact"] == pytest.approx(4.0)
     assert rows["cv"]["verdict"] == "not run" and "cv-folds" in rows["cv"]["excluded"]
+
+
+def test_exact_noninferiority_bound_known_answer():
+    from controller.study.stats import clopper_pearson, noninferiority_lower_bound
+
+    # 0 wins, 1 loss of 225: -CP upper(1, 225, 0.025) = -(beta.ppf(0.975, 2, 224)) ~ -2.45 pp
+    assert noninferiority_lower_bound(0, 1, 225, 0.05) == pytest.approx(-0.02451, abs=2e-4)
+    assert noninferiority_lower_bound(0, 0, 10) == pytest.approx(-clopper_pearson(0, 10, 0.025)[1])
+    assert clopper_pearson(0, 10, 0.025)[1] == pytest.approx(1 - 0.025 ** (1 / 10))  # the rule of three, exactly
+    assert noninferiority_lower_bound(0, 0, 0) is None
+
+
+def test_one_lost_case_in_225_is_not_non_inferior_at_a_2pp_margin():
+    """The bootstrap's lower bound (~ -1.3 pp) would call this supported; the exact bound (-2.45 pp) does not."""
+    n = 225
+    outs = {"always_tool_visible": [_o("always_tool_visible", i, True, 2, fam=f"f{i % 45}") for i in range(n)],
+            "learned_rule": [_o("learned_rule", i, i != 0, 1, fam=f"f{i % 45}") for i in range(n)]}
+    st = parse_study({"hypotheses": [{"name": "c", "primary": True, "kind": "cheaper_no_loss", "margin": 0.02,
+                                      "policies": ["learned_rule", "always_tool_visible"], "split": "test"}]},
+                     "t.toml")
+    (row,) = evaluate_study(st, {"test": outs})
+    ni = row["noninferiority"]
+    assert ni["wins"] == 0 and ni["losses"] == 1 and ni["n"] == n and "Clopper-Pearson" in ni["method"]
+    assert ni["lower_bound"] == pytest.approx(-0.0245, abs=3e-4)
+    assert row["accuracy_interval"][0] > -0.02  # the bootstrap alone would have passed it
+    assert row["p_holm"] < 0.05 and row["verdict"].startswith("not supported (an accuracy loss")
+
+
+def test_unknown_keys_are_errors_naming_the_key_and_the_file(tmp_path):
+    base = {"name": "a", "primary": True, "kind": "accuracy_diff", "policies": ["learned_rule", "direct_only"]}
+    for raw, key in [({"hypotheses": [base], "alpah": 0.05}, "'alpah'"),
+                     ({"hypotheses": [dict(base, margni=0.02)]}, "'margni'"),
+                     ({"hypotheses": [base], "split_seeds": {"min_suported": 4}}, "'min_suported'")]:
+        p = tmp_path / "typo.json"
+        p.write_text(json.dumps(raw))
+        with pytest.raises(StudyError) as e:
+            load_study(str(p))
+        assert str(e.value).startswith(f"{p}: ") and "unknown key " + key in str(e.value)
+    with pytest.raises(StudyError, match="min_supported must be an integer"):
+        parse_study({"hypotheses": [base], "split_seeds": {"min_supported": 0}}, "x.toml", POLS)
+    assert parse_study({"hypotheses": [base], "split_seeds": {"min_supported": 4}}, "x.toml", POLS).min_supported == 4
+    assert load_study("studies/foofah.toml").min_supported is None  # the old file still loads
+
+
+def _seed_records(split_seed, rule_right):
+    """7 one-case families; always-tool right at 2 generations, the rule at 1 generation, right where told."""
+    recs = []
+    for i in range(7):
+        recs.append({"split_seed": split_seed, "policy": "always_tool_visible", "case_id": f"c{i}", "family": f"f{i}",
+                     "correct": True, "program_generations": 2, "generated_tokens": 200, "work": 2000})
+        recs.append({"split_seed": split_seed, "policy": "learned_rule", "case_id": f"c{i}", "family": f"f{i}",
+                     "correct": rule_right(i), "program_generations": 1, "generated_tokens": 100, "work": 1000})
+    return {"split_seed": split_seed, "folds": [], "records": recs}
+
+
+def test_per_split_seed_verdicts_and_the_rule():
+    from controller.study.hypotheses import attach_split_seeds, combine_verdicts
+
+    hyp = {"name": "acc", "primary": True, "kind": "accuracy_diff", "policies": ["learned_rule", "always_tool_visible"]}
+    lora = {"name": "lora", "primary": False, "kind": "accuracy_diff",
+            "policies": ["lora_seq_policy", "always_tool_visible"]}
+    # the rule loses every case at split seeds 0-2 (p = 2/128: worse), nothing at 3-4 (a tie: within noise)
+    ssr = [_seed_records(s, (lambda i: False) if s < 3 else (lambda i: True)) for s in range(5)]
+    by_policy = {}
+    for r in ssr[0]["records"]:
+        by_policy.setdefault(r["policy"], []).append(r)
+    for rule, verdict, at in [({}, "within noise (better at 0, worse at 3 of 5 split seeds; the rule needs 5)", "0 of 5"),
+                              ({"split_seeds": {"min_supported": 3}}, "worse", "0 of 5")]:
+        st = parse_study({"hypotheses": [hyp, lora], **rule}, "t.toml", POLS + ("lora_seq_policy",))
+        rows = evaluate_study(st, {"cv_pooled": by_policy})
+        attach_split_seeds(rows, st, {"cv_pooled": by_policy}, ssr, 0)
+        row = {r["name"]: r for r in rows}
+        assert [e["verdict"] for e in row["acc"]["per_split_seed"]] == ["worse"] * 3 + ["within noise"] * 2
+        assert [e["split_seed"] for e in row["acc"]["per_split_seed"]] == [0, 1, 2, 3, 4]
+        assert row["acc"]["per_split_seed"][0]["p_family"] == pytest.approx(2 / 128)
+        assert row["acc"]["per_split_seed"][0]["estimate"] == pytest.approx(-1.0)
+        assert row["acc"]["verdict"] == verdict and row["acc"]["supported_at"] == at
+        assert row["acc"]["verdict_first_split_seed"] == "worse"
+        assert row["lora"]["verdict"] == "not run"
+        assert all("lora_seq_policy was not run at split seed" in e["skipped"] for e in row["lora"]["per_split_seed"])
+    assert combine_verdicts("cheaper_no_loss", ["supported"] * 4 + ["not supported (x)"], 4) == ("supported", 4)
+    assert combine_verdicts("cheaper_no_loss", ["supported"] * 3 + ["not supported (x)"] * 2, 4)[0].startswith(
+        "not supported (supported at 3 of 5")
+
+
+def test_split_seed_rule_table_in_a_toml_file(tmp_path):
+    from controller.study.hypotheses import split_seed_rule
+
+    p = tmp_path / "s.toml"
+    p.write_text('[split_seeds]\nmin_supported = 4\n\n[[hypotheses]]\nname = "a"\nprimary = true\n'
+                 'kind = "accuracy_diff"\npolicies = ["learned_rule", "direct_only"]\n')
+    st = load_study(str(p))
+    assert st.min_supported == 4
+    rule = split_seed_rule(st, 5)
+    assert rule["min_supported"] == 4 and rule["of"] == 5 and "min_supported = 4" in rule["rule"]
+    assert "cannot be met" in split_seed_rule(st, 3)["rule"]
+    assert "states no rule" in split_seed_rule(load_study("studies/foofah.toml"), 5)["rule"]

@@ -75,8 +75,52 @@ def test_routing_table_end_to_end_on_hand_built_outcomes():
     assert [m["a"] + "/" + m["b"] for m in L["mixes"]] == ["direct_only/always_tool_visible"]
     # mix at w = 0.75 expects 2 + 0.75 * 4 = 5 right; the learner has 6
     assert L["mixes"][0]["expected_exact"] == pytest.approx(5.0) and L["mixes"][0]["learner_exact"] == 6
-    # frontier point (cost 1.5, acc 0.75): share 0.75, PGR 1 -> APGR = 0.75*1/2 + 0.25*1 = 0.625
-    assert L["frontier"]["apgr"] == pytest.approx(0.625) and L["frontier"]["cpt50"] == pytest.approx(0.375)
+    # frontier point (cost 1.5, acc 0.75): share 0.75, PGR 1. RouteLLM's estimator: budgets 0.1..0.7
+    # reach only the weak reference (PGR 0), 0.8..1.0 the point (PGR 1): APGR = 3/10. (The trapezoid
+    # through (0, 0), (0.75, 1), (1, 1) gave 0.625, kept as apgr_interpolated.)
+    assert L["frontier"]["apgr"] == pytest.approx(0.3) and L["frontier"]["apgr_interpolated"] == pytest.approx(0.625)
+    assert L["frontier"]["cpt50"] == pytest.approx(0.375) and "RouteLLM" in L["frontier"]["apgr_method"]
+    assert L["apgr"]["learner"]["value"] == pytest.approx(0.3) and L["apgr"]["frontier"]["value"] == pytest.approx(0.3)
+    lo, hi = L["apgr"]["learner"]["ci95_family"]
+    assert lo <= 0.3 <= hi
+    # the learner is exactly as accurate as always-tool: the cost gap is recovered at matched accuracy
+    m = L["cost_gap_recovered_matched"]
+    assert m["operating_point"] == "learner" and m["value"] == pytest.approx(1 / 3) and m["matched_share"] == 1.0
+    assert m["ci95_family"][0] <= 1 / 3 <= m["ci95_family"][1]
     # tokens: program-round tokens only (the direct answer's 10 are not tool cost)
     assert r["test"]["tokens"]["points"]["always_tool_visible"]["cost"] == pytest.approx(0.2)
-    assert r["test"]["tokens"]["learners"]["learned_rule"]["frontier"]["apgr"] == pytest.approx(0.625)
+    assert r["test"]["tokens"]["learners"]["learned_rule"]["frontier"]["apgr_interpolated"] == pytest.approx(0.625)
+
+
+def test_routellm_apgr_known_values():
+    from controller.study.routing import ROUTELLM_RANDOM_APGR, routellm_apgr
+
+    # the committed Foofah study's test frontier of learned_rule (cost share, PGR; references at (0,0), (1,1)):
+    # budgets 0.1, 0.2: nothing but the weak reference (0); 0.3..0.8: 0.2162; 0.9: 0.8919; 1.0: 1 -> 0.3189
+    pts = [(0.2796, 0.2162), (0.8925, 0.8919), (0.957, 1.0), (0.9892, 1.0)]
+    assert routellm_apgr(pts, (0.0, 0.0), (1.0, 1.0)) == pytest.approx((6 * 0.2162 + 0.8919 + 1) / 10)
+    # the references alone: only the last budget reaches the strong one
+    assert routellm_apgr([], (0.0, 0.2), (2.0, 0.8)) == pytest.approx(0.1)
+    # the random router (every point of the diagonal) scores 0.55 on this estimator
+    diag = [(x / 100, x / 100) for x in range(101)]
+    assert routellm_apgr(diag, (0.0, 0.0), (1.0, 1.0)) == pytest.approx(ROUTELLM_RANDOM_APGR)
+    # in cost units: weak (0, 0.2), strong (2, 0.8); (0.5, 0.65) is share 0.25, PGR 0.75 -> (8 * 0.75 ... )
+    assert routellm_apgr([(0.5, 0.65)], (0.0, 0.2), (2.0, 0.8)) == pytest.approx((0 + 0 + 7 * 0.75 + 1) / 10)
+    assert routellm_apgr([(1.0, 0.5)], (0.0, 0.5), (2.0, 0.5)) is None  # the references tie on accuracy
+
+
+def test_cost_gap_recovered_only_at_matched_accuracy():
+    from controller.study.routing import matched_cost_gap, point
+
+    n = 10
+    S = {f"c{i}": (True, 2.0, f"f{i}") for i in range(n)}
+    O = {f"c{i}": (True, 1.0, f"f{i}") for i in range(n)}
+    # cheap but loses 3 cases: the raw ratio would be (2 - 0.5) / (2 - 1) = 1.5; at matched accuracy: none
+    L = {f"c{i}": (i >= 3, 0.5, f"f{i}") for i in range(n)}
+    vecs = {"learned_rule": L, "always_tool_visible": S, "oracle_seq": O}
+    pts = {k: point(v) for k, v in vecs.items()}
+    m = matched_cost_gap("learned_rule", vecs, pts, None)
+    assert m["value"] is None and "no operating point" in m["reason"] and m["ci95_family"] is None
+    # a lambda-sweep point at cost 1.5 with always-tool's accuracy: (2 - 1.5) / (2 - 1) = 0.5, no interval
+    m = matched_cost_gap("learned_rule", vecs, pts, [(1.8, 1.0), (1.5, 1.0), (0.9, 0.9)])
+    assert m["value"] == pytest.approx(0.5) and m["operating_point"] == "lambda sweep" and m["ci95_family"] is None

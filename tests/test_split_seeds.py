@@ -115,6 +115,14 @@ def test_run_experiment_reports_split_seeds_and_deterministic_learner_seeds():
     assert len(recs) == 3 and all(len(p["records"]) == len(summary["cv"]["pooled"]) * 36 for p in recs)
     d = ss["differences"]["learned_rule"]["always_tool_visible"]
     assert d["accuracy_pp"]["holds_at"]["of"] == 3
+    # every cross-validated hypothesis is re-tested at every split seed; split seed 0 is the run's own CV
+    rule = summary["study"]["split_seed_rule"]
+    assert rule["of"] == 3 and rule["min_supported"] == 3 and "states no rule" in rule["rule"]
+    for h in summary["hypotheses"]:
+        assert h["split"] == "cv_pooled" and [e["split_seed"] for e in h["per_split_seed"]] == [0, 1, 2]
+        assert h["per_split_seed"][0]["p_family"] == h["p_family"]
+        assert h["per_split_seed"][0]["verdict"] == h["verdict_first_split_seed"]
+        assert h["supported_at"].endswith(" of 3")
     # the rule on these traces takes the same actions at every learner seed: one observation
     assert summary["seeds"]["learned_rule"]["test"]["deterministic"] is True
     from controller.report.markdown import render_report

@@ -240,3 +240,43 @@ def test_a_pair_compared_both_ways_is_one_holm_comparison():
     assert (back["wins"], back["losses"]) == (fwd["losses"], fwd["wins"])
     assert fwd["verdict"] == "better" and back["verdict"] == "worse"
     assert back["diff_ci95_family"] == [-fwd["diff_ci95_family"][1], -fwd["diff_ci95_family"][0]]
+
+
+def test_sign_flip_enumeration_matches_monte_carlo_and_scipy():
+    import numpy as np
+    from scipy.stats import permutation_test
+
+    from controller.study import stats
+
+    rng = np.random.default_rng(3)
+    for m in (4, 9, 14):  # 14 > 13: scipy's old default (9,999 draws) sampled here; enumeration is exact
+        x = rng.integers(-4, 5, size=m).astype(float)
+        x[x == 0] = 2
+        fams = [f"f{i}" for i in range(m)]
+        exact = family_sign_flip_p(fams, list(x))
+        ref = permutation_test((x,), lambda v, axis: np.sum(v, axis=axis), permutation_type="samples",
+                               n_resamples=2 ** m, alternative="two-sided").pvalue
+        assert exact == pytest.approx(ref)
+        # the Monte Carlo branch (forced) agrees within its sampling error
+        old = stats.EXACT_FAMILIES
+        stats.EXACT_FAMILIES = 0
+        try:
+            mc = stats._sign_flip_p.__wrapped__(tuple(sorted(x.tolist())), 0)
+        finally:
+            stats.EXACT_FAMILIES = old
+        assert abs(mc - exact) < 4 * (exact * (1 - exact) / stats.FAMILY_PERMUTATIONS) ** 0.5 + 2e-4
+
+
+def test_smallest_attainable_p_exact_and_monte_carlo():
+    from controller.study.stats import EXACT_FAMILIES, min_attainable_p, sign_flip_method
+
+    # 13 families all moving one way: exact 2 / 2^13 = 2.44e-4, and the test reaches it
+    assert min_attainable_p(13) == pytest.approx(2.44e-4, rel=1e-3)
+    assert family_sign_flip_p([f"f{i}" for i in range(13)], [1.0] * 13) == pytest.approx(2 / 2 ** 13)
+    assert family_sign_flip_p([f"f{i}" for i in range(20)], [1.0] * 20) == pytest.approx(2 / 2 ** 20)
+    # 45 families: Monte Carlo with 9,999 flips cannot go below 1 / 10,000 (not 2 / 2^45 = 5.7e-14)
+    assert EXACT_FAMILIES == 20 and min_attainable_p(45) == pytest.approx(1e-4)
+    assert family_sign_flip_p([f"f{i}" for i in range(45)], [1.0] * 45) == pytest.approx(1e-4)
+    assert "Monte Carlo" in sign_flip_method(45) and "exact" in sign_flip_method(13)
+    # zero-sum families are dropped before counting: 13 differing of 30
+    assert family_sign_flip_p([f"f{i}" for i in range(30)], [1.0] * 13 + [0.0] * 17) == pytest.approx(2 / 2 ** 13)

@@ -36,7 +36,10 @@ def test_summary_report_and_figure_carry_the_study(tmp_path):
     (p1,) = summary["hypotheses"]
     assert p1["primary"] and p1["split"] == "cv_pooled" and p1["n_families"] == 14
     assert {"name", "primary", "statistic", "p_family", "p_holm", "verdict"} <= set(p1)
-    assert summary["study"]["pre_registered"] and summary["power"][0]["hypothesis"] == "p1"
+    # an untracked file in a temporary folder: its registration cannot be dated, so never "pre-registered"
+    assert not summary["study"]["pre_registered"] and summary["study"]["registration"] == "unknown"
+    assert summary["study"]["study_file_git"]["state"] in ("no git", "uncommitted")
+    assert summary["power"][0]["hypothesis"] == "p1"
     r = summary["routing"]
     for split in ("dev", "test", "cv_pooled"):
         assert set(r[split]) == {"generations", "tokens", "work"}
@@ -44,7 +47,8 @@ def test_summary_report_and_figure_carry_the_study(tmp_path):
     assert "apgr" in fr["frontier"] and "cpt50" in fr["frontier"] and "cpt80" in fr["frontier"]
     assert "cost_gap_recovered" in fr and fr["mixes"]
     md = render_report(dict(summary, n_records=42))
-    assert md.index("## What the data can answer") < md.index("## Pre-registered hypotheses") < md.index("## Summary")
+    assert md.index("## What the data can answer") < md.index("## Study hypotheses") < md.index("## Summary")
+    assert "pre-registered" not in md.lower() and "registration unknown" in md
     assert "No case where a controller can beat always-tool on accuracy" in md
     paths = write_figures(summary, tmp_path / "fig")
     assert len(paths) == 5 and all(Path(p).stat().st_size > 1000 for p in paths)
@@ -57,7 +61,7 @@ def test_default_study_is_marked_not_pre_registered():
                                 log=lambda *a: None)
     assert not summary["study"]["pre_registered"] and any(h["primary"] for h in summary["hypotheses"])
     assert all(h["split"] == "test" for h in summary["hypotheses"])  # no CV: the test split
-    assert "not pre-registered" in render_report(summary)
+    assert "not registered" in render_report(summary) and "pre-registered" not in render_report(summary).lower()
 
 
 def test_bad_study_file_is_refused_before_anything_is_written(tmp_path):
@@ -69,4 +73,16 @@ def test_bad_study_file_is_refused_before_anything_is_written(tmp_path):
                         "--limit-total", "4", "--study", str(bad)], capture_output=True, text=True, timeout=300)
     err = r.stderr.strip()
     assert r.returncode == 2 and "\n" not in err and "bad.toml" in err and "no_such_policy" in err
+    assert not (root / "reports").exists()
+
+
+def test_unknown_study_key_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "typo.toml"
+    bad.write_text('[split_seeds]\nmin_suported = 4\n[[hypotheses]]\nname = "x"\nprimary = true\n'
+                   'kind = "accuracy_diff"\npolicies = ["learned_rule", "direct_only"]\n')
+    root = tmp_path / "root"
+    r = subprocess.run([sys.executable, str(SCRIPT), "--root", str(root), "--no-progress", "--generate-traces",
+                        "--limit-total", "4", "--study", str(bad)], capture_output=True, text=True, timeout=300)
+    err = r.stderr.strip()
+    assert r.returncode == 2 and "\n" not in err and "typo.toml" in err and "'min_suported'" in err
     assert not (root / "reports").exists()

@@ -18,7 +18,7 @@ from controller.report.nulls import commit_any_section, nulls_section
 from controller.env.registry import ORACLE, deployable, ordered as ordered_policies
 from controller.report.answer import answer_md, repair_rounds_md, savings_md
 from controller.report.figures import COST_UNITS, FIGURE_NAMES
-from controller.study.stats import min_discordant_for_significance
+from controller.study.stats import min_attainable_p, min_discordant_for_significance, sign_flip_method
 from controller.report.split_seeds import render_split_seeds, split_seed_note
 from controller.report.study import STUDY_SECTIONS  # headroom, hypotheses, power, routing: the report opens with them
 
@@ -602,17 +602,17 @@ def _limitations(s: Mapping) -> list[str]:
     fams = max((r.get("n_families", 0) or 0 for r in test.values()), default=0)
     if n:
         m = min_discordant_for_significance()
-        bound = (f"a paired difference smaller than {100 * m / n:.1f} pp cannot be told from noise"
-                 if n >= m else "no paired difference on this split can reach significance")
+        bound = (f"even at the case level a paired difference smaller than {100 * m / n:.1f} pp cannot reach "
+                 "significance" if n >= m else "no paired difference on this split can reach significance")
         out.append(f"- The test split has n={n} cases. Even if every disagreeing case favoured one "
-                   f"policy, an exact McNemar test needs {m} such cases for p < 0.05, so "
-                   f"{bound}.")
+                   f"policy, an exact (case-level) McNemar test needs {m} such cases for p < 0.05, so "
+                   f"{bound}; verdicts are decided at the family level, which needs more.")
     if fams:
-        p_min = min(1.0, 2 / 2 ** fams)
+        p_min = min_attainable_p(fams)
         out.append(f"- Cases of one family share near-identical states, so the unit of evidence is the "
-                   f"family: the test split has {fams}. A family-level sign-flip test cannot go below "
-                   f"p = {_p(p_min)} even if every family moved the same way, and only families "
-                   "where the two policies differ count.")
+                   f"family: the test split has {fams}. Only families where the two policies differ count; "
+                   f"with all {fams} differing the family-level sign-flip test ({sign_flip_method(fams)}) "
+                   f"cannot go below p = {p_min:.2g}, even if every family moved the same way.")
         widths = [r["accuracy_ci95_family"][1] - r["accuracy_ci95_family"][0] for r in test.values()
                   if r.get("accuracy_ci95_family")]
         if widths:

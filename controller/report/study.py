@@ -1,4 +1,4 @@
-"""The report's opening sections: headroom, pre-registered hypotheses, power, routing.
+"""The report's opening sections: headroom, the study's hypotheses, power, routing.
 
 Each function takes a ``final_summary.json``-shaped dict and returns markdown lines (none when its
 key is missing), so ``report.render_report`` opens with what the data can answer before any
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from controller.study.headroom import CELL_TEXT, CELLS
+from controller.study.provenance import registration_words
 
 UNIT_TEXT = {"generations": "program generations", "tokens": "thousand completion tokens (program rounds)",
              "work": "thousand work units (search nodes for synth, completion tokens for models)"}
@@ -69,22 +70,27 @@ def hypotheses_md(s: Mapping) -> list[str]:
     if not hyps:
         return []
     st = s.get("study") or {}
-    reg = ("pre-registered in `" + str(st.get("source")) + "`" if st.get("pre_registered")
-           else "the built-in default study (no `--study` file: not pre-registered for this run)")
-    out = ["## Pre-registered hypotheses", "",
+    reg = registration_words(st)
+    out = ["## Pre-registered hypotheses" if st.get("pre_registered") else "## Study hypotheses", "",
            f"Study `{st.get('name', 'n/a')}`, {reg}; cost unit: {st.get('cost_unit', 'n/a')}; alpha "
            f"{st.get('alpha', 0.05)}. Primaries are tested first. Every test is a family-level sign-flip "
            "test on per-case differences summed per family; Holm runs over distinct tests only, primaries "
            "and secondaries as separate families (identical per-family difference vectors are one test; the "
-           "oracle and ties by construction are left out, with the reason).", ""]
+           "oracle and ties by construction are left out, with the reason). Non-inferiority (`cheaper_no_loss`) "
+           "is decided by an exact binomial lower bound of the accuracy difference (Clopper-Pearson bound of "
+           "the win share minus that of the loss share, each at alpha/2), not by the bootstrap, which is "
+           "anti-conservative when losses are rare.", ""]
     rows = []
     for h in hyps:
         note = "; ".join(x for x in (h.get("excluded", ""), ("same test as " + ", ".join(h["merged_with"]))
                                      if h.get("merged_with") else "") if x)
         est = h.get("estimate")
         if h["statistic"] == "cheaper_no_loss" and est is not None:
+            ni = h.get("noninferiority") or {}
             est_txt = (f"saves {_f(est)} {h['unit']}/case {_ci(h.get('interval'))}; accuracy "
-                       f"{_f(h.get('accuracy_diff'))} {_ci(h.get('accuracy_interval'))}")
+                       f"{_f(h.get('accuracy_diff'))} ({ni.get('wins', 'n/a')} won, {ni.get('losses', 'n/a')} lost), "
+                       f"exact lower bound {_f(ni.get('lower_bound'))} vs margin -{_f(h.get('margin'))} "
+                       f"(family bootstrap {_ci(h.get('accuracy_interval'))}, for information)")
         elif h["statistic"] == "beats_random_mix" and est is not None:
             est_txt = (f"{h.get('learner_exact')} vs {_f(h.get('mix_expected_exact'), 1)} expected "
                        f"({' + '.join(h.get('mix', []))}, w={_f(h.get('w'), 2)}); {_f(est)} {_ci(h.get('interval'))}")
@@ -92,9 +98,20 @@ def hypotheses_md(s: Mapping) -> list[str]:
             est_txt = f"{_f(est)} {_ci(h.get('interval'))}"
         rows.append([f"`{h['name']}`", "primary" if h["primary"] else "secondary", h["statistic"],
                      ", ".join(f"`{p}`" for p in h["policies"]), h["split"], h["unit"], h.get("n_families", "n/a"),
-                     est_txt, _p(h.get("p_family")), _p(h.get("p_holm")), h["verdict"], note])
+                     est_txt, _p(h.get("p_family")), _p(h.get("p_holm")), _split_seed_cell(h), h["verdict"], note])
+    rule = st.get("split_seed_rule") or {}
+    tail = ([f"Estimates and p-values are those of the first split seed; a cross-validated hypothesis is "
+             f"re-tested at every split seed (Holm within each) and its verdict follows the rule: {rule['rule']}.", ""]
+            if rule.get("rule") and rule.get("of") else [])
     return out + _table(["Hypothesis", "Role", "Statistic", "Policies", "Split", "Unit", "Families", "Estimate [95% CI]",
-                         "p (family)", "p (Holm)", "Verdict", "Notes"], rows)
+                         "p (family)", "p (Holm)", "Split seeds (verdict per seed)", "Verdict", "Notes"], rows) + tail
+
+
+def _split_seed_cell(h: Mapping) -> str:
+    per = h.get("per_split_seed")
+    if not per:
+        return "n/a"
+    return f"{h.get('supported_at')}: " + ", ".join(f"{e['split_seed']}: {e['verdict'].split(' (')[0]}" for e in per)
 
 
 def power_md(s: Mapping) -> list[str]:
@@ -103,7 +120,8 @@ def power_md(s: Mapping) -> list[str]:
         mde = p.get("mde")
         rows.append([f"`{p['hypothesis']}`", p["n_families"], p["effect_unit"],
                      "not detectable" if mde is None else _f(mde), _f(p.get("observed_effect")),
-                     _f(p.get("power_at_observed"), 2), f"{p['min_attainable_p']:.2g}", p.get("note", "")])
+                     f"{p['min_attainable_p']:.2g}" + (f" ({p['test_method']})" if p.get("test_method") else ""),
+                     p.get("note", "")])
     if not rows:
         return []
     return ["## Power of the primary tests", "",
@@ -111,8 +129,8 @@ def power_md(s: Mapping) -> list[str]:
             "and the test's alpha, by simulation: families resampled with their observed spread around the "
             "mean, random signs (the null), plus an effect per case; the same sign-flip test. A null result "
             "rules out only effects at least this large.", ""] + _table(
-        ["Hypothesis", "Families", "Effect unit", "MDE (80% power)", "Observed", "Power at observed",
-         "Smallest attainable p", "Note"], rows)
+        ["Hypothesis", "Families", "Effect unit", "MDE (80% power)", "Observed",
+         "Smallest attainable p (all families differ)", "Note"], rows)
 
 
 def routing_md(s: Mapping) -> list[str]:
@@ -130,8 +148,8 @@ def routing_md(s: Mapping) -> list[str]:
                              "n/a" if not td else f"{_f(td['expected_exact'], 1)} (p {_p(td['p_family'])})",
                              "n/a" if not hull else f"{'+'.join(dict.fromkeys((hull['a'], hull['b'])))}: {_f(hull['expected_exact'], 1)} "
                                                     f"(p {_p(hull['p_family'])})",
-                             L["exact"], _f(fr.get("apgr")), _f(fr.get("cpt50")), _f(fr.get("cpt80")),
-                             _f(L.get("cost_gap_recovered"))])
+                             L["exact"], _apgr_cell(L), _f(fr.get("apgr_interpolated")), _f(fr.get("cpt50")),
+                             _f(fr.get("cpt80")), _gap_cell(L)])
     if not rows:
         return []
     hull_txt = []
@@ -142,15 +160,40 @@ def routing_md(s: Mapping) -> list[str]:
     return ["## Routing baselines (every cost unit)", "",
             f"Per scored case. Random mixing runs the stronger of two fixed policies with probability w chosen so "
             f"its expected cost equals the learner's; the learner is tested against it at the family level "
-            f"(sign-flip). The hull is the best such mix of any two fixed policies. APGR: area under the "
-            f"performance-gap-recovered curve of the learner's lambda sweep between `{r['weak']}` and "
-            f"`{r['strong']}` (random router {r['random_router_apgr']}); CPT(50%/80%): share of the strong "
-            "reference's extra cost needed to recover 50%/80% of the gap; cost-gap recovered: (always-tool cost "
-            "- learner cost) / (always-tool cost - oracle cost). Units: "
+            f"(sign-flip). The hull is the best such mix of any two fixed policies. APGR (RouteLLM's estimator): "
+            f"at 10 cost budgets evenly spaced between `{r['weak']}` and `{r['strong']}` (shares 0.1 ... 1.0), the "
+            f"best performance gap recovered by an operating point at or below the budget, averaged (random router "
+            f"{r['random_router_apgr']}); shown for the learner alone with its family-bootstrap interval, and with "
+            f"its lambda sweep where there is one. APGR (interpolated): the older trapezoid through the sweep "
+            f"anchored at (0, 0) and (1, 1) (random router {r.get('random_router_apgr_interpolated', 0.5)}). "
+            "CPT(50%/80%): share of the strong reference's extra cost needed to recover 50%/80% of the gap. "
+            "Cost-gap recovered, at matched accuracy only: (always-tool cost - c) / (always-tool cost - oracle "
+            "cost), c the cheapest operating point of the learner (itself or a sweep point) at least as accurate "
+            "as always-tool, with a family-bootstrap interval; n/a with the reason when none is. Units: "
             + "; ".join(f"{k}: {v}" for k, v in UNIT_TEXT.items()) + ".", ""] + _table(
         ["Split", "Unit", "Learner", "Cost", "Accuracy", f"Mix {r['weak']}+{r['strong']} expected exact (p)",
-         "Hull mix expected exact (p)", "Learner exact", "APGR", "CPT(50%)", "CPT(80%)", "Cost-gap recovered"],
+         "Hull mix expected exact (p)", "Learner exact", "APGR (RouteLLM) learner [CI]; with sweep",
+         "APGR (interpolated)", "CPT(50%)", "CPT(80%)", "Cost-gap recovered at matched accuracy [CI]"],
         rows) + ["Fixed-policy hull (cost, accuracy): " + "; ".join(hull_txt), ""]
+
+
+def _apgr_cell(L: Mapping) -> str:
+    a = L.get("apgr") or {}
+    me, fr = a.get("learner") or {}, a.get("frontier") or {}
+    txt = f"{_f(me.get('value'))} {_ci(me.get('ci95_family'))}".strip()
+    if fr:
+        txt += f"; {_f(fr.get('value'))}"
+    return txt
+
+
+def _gap_cell(L: Mapping) -> str:
+    m = L.get("cost_gap_recovered_matched")
+    if not m:
+        return "n/a"
+    if m.get("value") is None:
+        return f"n/a ({m.get('reason', 'undefined')})"
+    where = "" if m.get("operating_point") == "learner" else f" (at a {m.get('operating_point')} point)"
+    return f"{_f(m['value'])} {_ci(m.get('ci95_family'))}{where}".strip()
 
 
 STUDY_SECTIONS = (headroom_md, hypotheses_md, power_md, routing_md)

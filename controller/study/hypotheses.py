@@ -11,9 +11,14 @@ per family; estimates are per-case means with a family-bootstrap interval):
 * ``accuracy_diff`` [a, b]: right_a - right_b. Verdict ``better`` / ``worse`` / ``within noise``.
 * ``cost_saving`` [a, b]: cost_b - cost_a in ``unit`` (positive: a is cheaper).
   Verdict ``cheaper`` / ``costlier`` / ``within noise``.
-* ``cheaper_no_loss`` [a, b]: the cost test above, and a non-inferiority condition on accuracy
-  (the family-bootstrap interval of right_a - right_b stays above -margin). Verdict ``supported``
-  only when both hold, else ``not supported`` with the reason.
+* ``cheaper_no_loss`` [a, b]: the cost test above, and a non-inferiority condition on accuracy:
+  the exact binomial lower bound of the accuracy difference (``stats.noninferiority_lower_bound``:
+  Clopper-Pearson lower bound of the win share minus the Clopper-Pearson upper bound of the loss
+  share, each at alpha / 2) stays above -margin. A percentile bootstrap is anti-conservative for
+  rare losses (one lost case in 225: -1.3 pp against an exact -2.45 pp), so it is kept beside the
+  bound (``accuracy_interval``) for information only. Verdict ``supported`` only when both hold,
+  else ``not supported`` with the reason; ``noninferiority`` names the method, wins, losses, n and
+  the bound.
 * ``beats_random_mix`` [learner, a, b] (or [learner]: the fixed-policy hull's pair at the
   learner's cost): right_L - ((1 - w) right_a + w right_b), w matching the mix's expected cost
   to the learner's in ``unit`` (``routing``). Verdict ``better`` / ``worse`` / ``within noise``.
@@ -32,12 +37,19 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from controller.study.routing import UNITS, case_vectors, hull_value, mix_weight, point, upper_hull
-from controller.study.stats import (ALPHA, EXCLUDE_ORACLE, ORACLE, comparison_key, distinct_holm, family_bootstrap,
-                    family_sign_flip_p)
+from controller.study.stats import (ALPHA, EXCLUDE_ORACLE, NONINFERIORITY_METHOD, ORACLE, comparison_key, distinct_holm,
+                                    family_bootstrap, family_sign_flip_p, noninferiority_lower_bound)
 
 KINDS = {"accuracy_diff": 2, "cost_saving": 2, "cheaper_no_loss": 2, "beats_random_mix": (1, 3)}
 SPLITS = ("test", "dev", "cv_pooled")
 EXCLUDE_SAME = "identical outcome vectors (right and cost on every case): nothing to test"
+TOP_KEYS = frozenset({"name", "cost_unit", "alpha", "hypotheses", "split_seeds"})
+HYPOTHESIS_KEYS = frozenset({"name", "primary", "kind", "policies", "unit", "split", "margin", "description"})
+SPLIT_SEED_KEYS = frozenset({"min_supported"})
+# the verdict a hypothesis is "supported" with at one split seed, and its opposite
+POSITIVE = {"accuracy_diff": "better", "cost_saving": "cheaper", "cheaper_no_loss": "supported",
+            "beats_random_mix": "better"}
+NEGATIVE = {"accuracy_diff": "worse", "cost_saving": "costlier", "beats_random_mix": "worse"}
 
 
 class StudyError(ValueError):
@@ -63,6 +75,7 @@ class Study:
     alpha: float = ALPHA
     hypotheses: tuple[Hypothesis, ...] = field(default_factory=tuple)
     source: str = "built-in default"
+    min_supported: int | None = None  # [split_seeds] min_supported; None: every split seed
 
 
 # ----------------------------------------------------------------------------- loading
@@ -75,6 +88,19 @@ def parse_study(raw: Mapping, source: str, known_policies: Sequence[str] | None 
 
     if not isinstance(raw, Mapping):
         raise bad("the top level must be a table/object")
+    extra = sorted(set(raw) - TOP_KEYS)
+    if extra:
+        raise bad(f"unknown key {extra[0]!r} (known: {', '.join(sorted(TOP_KEYS))})")
+    rule = raw.get("split_seeds", {})
+    if not isinstance(rule, Mapping):
+        raise bad("'split_seeds' must be a table/object, e.g. [split_seeds] min_supported = 4")
+    extra = sorted(set(rule) - SPLIT_SEED_KEYS)
+    if extra:
+        raise bad(f"unknown key {extra[0]!r} in [split_seeds] (known: {', '.join(sorted(SPLIT_SEED_KEYS))})")
+    min_supported = rule.get("min_supported")
+    if min_supported is not None and (isinstance(min_supported, bool) or not isinstance(min_supported, int)
+                                      or min_supported < 1):
+        raise bad(f"[split_seeds] min_supported must be an integer >= 1, got {min_supported!r}")
     unit = raw.get("cost_unit", "generations")
     if unit not in UNITS:
         raise bad(f"cost_unit {unit!r} is not one of {', '.join(UNITS)}")
@@ -89,6 +115,10 @@ def parse_study(raw: Mapping, source: str, known_policies: Sequence[str] | None 
         if not isinstance(h, Mapping):
             raise bad(f"hypotheses[{i}] is not a table/object")
         name = h.get("name")
+        extra = sorted(set(h) - HYPOTHESIS_KEYS)
+        if extra:
+            raise bad(f"hypotheses[{i}] ({name!r}): unknown key {extra[0]!r} "
+                      f"(known: {', '.join(sorted(HYPOTHESIS_KEYS))})")
         if not isinstance(name, str) or not name or name in names:
             raise bad(f"hypotheses[{i}]: 'name' must be a unique non-empty string, got {name!r}")
         names.add(name)
@@ -118,7 +148,7 @@ def parse_study(raw: Mapping, source: str, known_policies: Sequence[str] | None 
                                str(h.get("description", ""))))
     if not any(h.primary for h in hyps):
         raise bad("no hypothesis is marked primary = true")
-    return Study(str(raw.get("name", Path(source).stem)), unit, float(alpha), tuple(hyps), source)
+    return Study(str(raw.get("name", Path(source).stem)), unit, float(alpha), tuple(hyps), source, min_supported)
 
 
 def load_study(path: str, known_policies: Sequence[str] | None = None) -> Study:
@@ -145,7 +175,7 @@ def default_study(cost_unit: str = "generations", split: str = "cv_pooled") -> S
     """Used when no ``--study`` is given (the report says it was not pre-registered)."""
     raw = {"name": "default", "cost_unit": cost_unit, "hypotheses": [
         {"name": "rule_cheaper_than_always_tool", "primary": True, "kind": "cheaper_no_loss",
-         "policies": ["learned_rule", "always_tool_visible"], "split": split},
+         "policies": ["learned_rule", "always_tool_visible"], "split": split, "margin": 0.02},
         {"name": "rule_beats_random_mix", "primary": True, "kind": "beats_random_mix",
          "policies": ["learned_rule", "always_tool_visible", "direct_only"], "split": split},
         {"name": "tools_beat_direct", "primary": False, "kind": "accuracy_diff",
@@ -164,7 +194,7 @@ def _shared(vecs: Sequence[Mapping]) -> list[str]:
 
 
 def statistic(h: Hypothesis, by_policy: Mapping[str, Sequence[Mapping]], direct_tokens: Mapping[str, int],
-              fixed: Sequence[str] = (), seed: int = 0) -> dict:
+              fixed: Sequence[str] = (), seed: int = 0, alpha: float = ALPHA) -> dict:
     """Per-case differences, per-family test and estimate of one hypothesis on its split's outcomes."""
     missing = [p for p in h.policies if p not in by_policy]
     if missing:
@@ -209,7 +239,11 @@ def statistic(h: Hypothesis, by_policy: Mapping[str, Sequence[Mapping]], direct_
            "identical": same and len(h.policies) > 1, "families": fams, "diffs": d, **extra}
     if h.kind == "cheaper_no_loss":
         out["accuracy_diff"] = sum(acc_d) / len(acc_d)
-        out["accuracy_interval"] = family_bootstrap(fams, acc_d, seed=seed)
+        out["accuracy_interval"] = family_bootstrap(fams, acc_d, seed=seed)  # for information; not the verdict
+        wins, losses = sum(1 for x in acc_d if x > 0), sum(1 for x in acc_d if x < 0)
+        out["noninferiority"] = {"method": NONINFERIORITY_METHOD, "wins": wins, "losses": losses, "n": len(acc_d),
+                                 "alpha": alpha, "margin": h.margin,
+                                 "lower_bound": noninferiority_lower_bound(wins, losses, len(acc_d), alpha)}
     return out
 
 
@@ -218,10 +252,10 @@ def _verdict(h: Hypothesis, s: Mapping, p: float, alpha: float) -> str:
         return "not run"
     sig = p < alpha and s["estimate"] != 0
     if h.kind == "cheaper_no_loss":
-        lo = (s.get("accuracy_interval") or [0.0])[0]
+        lo = (s.get("noninferiority") or {}).get("lower_bound")
         if not (sig and s["estimate"] > 0):
             return "not supported (no significant saving)"
-        if lo < -h.margin - 1e-12:
+        if lo is None or lo < -h.margin - 1e-12:
             return f"not supported (an accuracy loss above the margin {h.margin:g} is not excluded)"
         return "supported"
     if not sig:
@@ -243,7 +277,7 @@ def evaluate_study(study: Study, outcomes_by_split: Mapping[str, Mapping[str, Se
     for h in study.hypotheses:
         by_policy = outcomes_by_split.get(h.split)
         s = ({"skipped": f"split {h.split} was not run (cv_pooled needs --cv-folds)"} if by_policy is None
-             else statistic(h, by_policy, direct_tokens or {}, fixed, seed))
+             else statistic(h, by_policy, direct_tokens or {}, fixed, seed, study.alpha))
         stats.append(s)
     rows: list[dict] = [{}] * len(stats)
     for primary in (True, False):
@@ -264,7 +298,7 @@ def evaluate_study(study: Study, outcomes_by_split: Mapping[str, Mapping[str, Se
                    "p_family": s.get("p_family"), "p_holm": None if s.get("skipped") else adj[k],
                    "holm_family_size": size, "verdict": _verdict(h, s, adj[k], study.alpha)}
             for f in ("estimate", "interval", "n", "n_families", "mix", "w", "learner_exact", "mix_expected_exact",
-                      "accuracy_diff", "accuracy_interval"):
+                      "accuracy_diff", "accuracy_interval", "noninferiority"):
                 if f in s:
                     row[f] = s[f]
             if why[k] is not None:
@@ -276,3 +310,105 @@ def evaluate_study(study: Study, outcomes_by_split: Mapping[str, Mapping[str, Se
             row["_families"], row["_diffs"] = s.get("families"), s.get("diffs")  # for power; dropped by the caller
             rows[i] = row
     return sorted(rows, key=lambda r: not r["primary"])
+
+
+# ----------------------------------------------------------------------------- over split seeds
+
+
+def split_seed_rule(study: Study, n_seeds: int) -> dict:
+    """How per-split-seed verdicts become one: the study file's ``[split_seeds] min_supported``, else
+    every split seed."""
+    if study.min_supported is None:
+        return {"min_supported": n_seeds, "of": n_seeds, "source": "default",
+                "rule": f"supported at all {n_seeds} split seeds (the study file states no rule)"}
+    k = study.min_supported
+    words = f"supported at >= {k} of {n_seeds} split seeds ([split_seeds] min_supported = {k} in {study.source})"
+    if k > n_seeds:
+        words += f"; only {n_seeds} split seeds ran, so the rule cannot be met"
+    return {"min_supported": k, "of": n_seeds, "source": study.source, "rule": words}
+
+
+def combine_verdicts(kind: str, verdicts: Sequence[str], min_supported: int) -> tuple[str, int]:
+    """(verdict by the rule, number of split seeds with the positive verdict)."""
+    pos_word, neg_word = POSITIVE[kind], NEGATIVE.get(kind)
+    ran = [v for v in verdicts if v != "not run"]
+    n = len(verdicts)
+    pos = sum(1 for v in verdicts if v == pos_word)
+    neg = sum(1 for v in verdicts if neg_word and v == neg_word)
+    if not ran:
+        return "not run", 0
+    missing = f"; not run at {n - len(ran)}" if len(ran) < n else ""
+    if pos >= min_supported:
+        return pos_word, pos
+    if neg_word and neg >= min_supported:
+        return neg_word, pos
+    if len(set(ran)) == 1 and not missing:
+        return ran[0], pos
+    if kind == "cheaper_no_loss":
+        return f"not supported ({pos_word} at {pos} of {n} split seeds{missing}; the rule needs {min_supported})", pos
+    return (f"within noise ({pos_word} at {pos}, {neg_word or 'opposite'} at {neg} of {n} split seeds{missing}; "
+            f"the rule needs {min_supported})"), pos
+
+
+def _seed_entry(seed: int, row: Mapping) -> dict:
+    out = {"split_seed": seed, "verdict": row["verdict"], "p_family": row.get("p_family"),
+           "p_holm": row.get("p_holm"), "estimate": row.get("estimate")}
+    if row.get("statistic") == "cheaper_no_loss":
+        out["accuracy_diff"] = row.get("accuracy_diff")
+        out["noninferiority_lower_bound"] = (row.get("noninferiority") or {}).get("lower_bound")
+    if row["verdict"] == "not run":
+        out["skipped"] = row.get("excluded", "not run")
+    return out
+
+
+def attach_split_seeds(rows: list[dict], study: Study, outcomes_by_split: Mapping[str, Mapping],
+                       split_seed_records: Sequence[Mapping] | None, first_split_seed: int | None,
+                       direct_tokens: Mapping[str, int] | None = None, fixed: Sequence[str] = (),
+                       seed: int = 0) -> list[dict]:
+    """Evaluate every ``cv_pooled`` hypothesis at every split seed and combine the verdicts.
+
+    ``split_seed_records`` is ``split_seeds.split_seed_outcomes``' list (one entry per split seed
+    with its per-case ``records``); without it the run's one CV (``first_split_seed``) is the only
+    split seed. At each split seed the whole study is evaluated again with that seed's pooled CV
+    outcomes (dev and test hypotheses unchanged), so Holm stays over the distinct hypotheses within
+    one split seed. Each ``cv_pooled`` row gets ``per_split_seed`` (a list of {split_seed, verdict,
+    p_family, p_holm, estimate, ...; ``skipped`` when not run there}), ``supported_at`` ("k of N"),
+    ``split_seed_rule`` (words) and ``verdict`` by the rule; the single-split-seed verdict moves to
+    ``verdict_first_split_seed``. Rows of other splits get ``per_split_seed`` None. Mutates and
+    returns ``rows``."""
+    per_seed: list[tuple[int, dict[str, dict]]] = []
+    if split_seed_records:
+        for entry in split_seed_records:
+            by_policy: dict[str, list] = {}
+            for r in entry["records"]:
+                by_policy.setdefault(r["policy"], []).append(r)
+            splits = {k: v for k, v in outcomes_by_split.items() if k != "cv_pooled"}
+            splits["cv_pooled"] = by_policy
+            seed_rows = evaluate_study(study, splits, direct_tokens, [p for p in fixed if p in by_policy], seed)
+            for r in seed_rows:
+                r.pop("_families", None), r.pop("_diffs", None)
+            per_seed.append((int(entry["split_seed"]), {r["name"]: r for r in seed_rows}))
+    elif "cv_pooled" in outcomes_by_split:
+        per_seed.append((int(first_split_seed or 0), {r["name"]: r for r in rows}))
+    rule = split_seed_rule(study, len(per_seed))
+    kinds = {h.name: h.kind for h in study.hypotheses}
+    for row in rows:
+        if row["split"] != "cv_pooled":
+            row["per_split_seed"], row["supported_at"] = None, None
+            row["split_seed_rule"] = f"not applicable: split {row['split']} does not depend on the split seed"
+            continue
+        entries = []
+        for s, by_name in per_seed:
+            r = by_name[row["name"]]
+            e = _seed_entry(s, r)
+            if r["verdict"] == "not run" and r.get("excluded", "").startswith("not run: policy"):
+                e["skipped"] = r["excluded"].replace("on cv_pooled", f"at split seed {s}")
+            entries.append(e)
+        row["per_split_seed"] = entries
+        row["verdict_first_split_seed"] = row["verdict"]
+        if not entries:
+            row["supported_at"], row["split_seed_rule"] = None, "no split seed ran (no cross-validation)"
+            continue
+        v, k = combine_verdicts(kinds[row["name"]], [e["verdict"] for e in entries], rule["min_supported"])
+        row["verdict"], row["supported_at"], row["split_seed_rule"] = v, f"{k} of {len(entries)}", rule["rule"]
+    return rows

@@ -13,8 +13,9 @@ per-case differences ``d`` in F families, the simulation (seeded, vectorised num
 
 The minimum detectable effect (MDE) is the smallest ``delta`` on a grid whose rejection rate
 reaches ``power`` (0.8). When the observed families do not spread at all, the test's resolution
-is set by F alone: the smallest p a sign-flip test over F families can reach is 2 / 2^F, so with
-fewer than log2(2 / alpha) families (6 at alpha = 0.05) nothing is detectable at any effect.
+is set by F alone: the smallest p the exact sign-flip test over F families can reach is 2 / 2^F,
+so with fewer than log2(2 / alpha) families (6 at alpha = 0.05) nothing is detectable at any
+effect. (Above 20 families the study's test is Monte Carlo with 9,999 patterns, floor 1e-4.)
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from controller.study.stats import _family_arrays
+from controller.study.stats import _family_arrays, min_attainable_p, sign_flip_method
 
 EXACT_MAX = 4096
 RANDOM_FLIPS = 2000
@@ -59,18 +60,20 @@ def min_detectable_effect(families: Sequence[str], diffs: Sequence[float], *, al
                           power: float = 0.8, scale: float = 1.0, grid: int = 25, sims: int = 200,
                           seed: int = 0) -> dict:
     """MDE per case (same unit as ``diffs``) on a grid up to ``scale``; None when even ``scale`` is
-    not detected with the given power. Also the power at the observed mean difference."""
+    not detected with the given power. (No power at the observed effect: post-hoc power is a
+    function of the p-value and adds nothing to it.) ``min_attainable_p`` is the smallest p the
+    study's test (``stats.family_sign_flip_p``) can return when all F families differ: 2 / 2^F when
+    it enumerates every sign pattern (F <= 20), 1 / (B + 1) with B random patterns above."""
     sums, counts = _family_arrays(families, diffs)
     f = len(sums)
-    floor = 2.0 / 2 ** f if f else 1.0
+    floor = min_attainable_p(f)
     out = {"n_families": f, "alpha": alpha, "power": power, "sims": sims, "min_attainable_p": floor,
-           "mde": None, "grid_max": scale}
+           "test_method": sign_flip_method(f), "mde": None, "grid_max": scale}
     if f < 2 or floor >= alpha:
         out["note"] = f"{f} families: the sign-flip test cannot reach p < {alpha} whatever the effect"
         return out
     observed = float(np.sum(diffs) / max(len(diffs), 1))
     out["observed_effect"] = observed
-    out["power_at_observed"] = rejection_rate(sums, counts, abs(observed), alpha=alpha, sims=sims, seed=seed)
     rate = lambda d: rejection_rate(sums, counts, d, alpha=alpha, sims=sims, seed=seed)
     lo = 0.0
     for delta in np.linspace(scale / grid, scale, grid):

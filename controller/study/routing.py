@@ -16,13 +16,20 @@ are (RouteLLM, Ong et al. 2024), in each cost unit a run counts:
   best accuracy random mixing of any two fixed policies buys at each cost.
 * **PGR / APGR / CPT**: with the cheap reference W (``direct_only``) and the strong one S
   (``always_tool_visible``), a point's cost share is x = (cost - cost_W) / (cost_S - cost_W)
-  and its performance gap recovered PGR = (acc - acc_W) / (acc_S - acc_W). APGR is the area
-  under PGR(x) over [0, 1] (trapezoids through the learner's lambda-sweep points, anchored at
-  W = (0, 0) and S = (1, 1): a deployer can always run W or S itself); the random router scores
-  0.5. CPT(p) is the smallest cost share at which the curve reaches PGR = p (linear between
-  points). Undefined (None) when acc_S == acc_W or cost_S == cost_W.
-* **Cost-gap recovered** = (cost_S - cost_L) / (cost_S - cost_oracle): the share of the saving
-  the hindsight oracle makes that the learner makes too (read with the accuracy difference).
+  and its performance gap recovered PGR = (acc - acc_W) / (acc_S - acc_W). **APGR is RouteLLM's
+  estimator** (``routellm_apgr``): 10 cost budgets at shares 0.1, 0.2, ..., 1.0; at each the best
+  PGR of an operating point at or below the budget (W and S are operating points); the mean of the
+  10. The random router scores 0.55 on it. Per learner (``apgr``): the learner alone, with a
+  family-bootstrap interval (families resampled, W, S and the learner recomputed), in every split
+  including ``cv_pooled``; and, where the learner has a lambda sweep, the sweep with it (no
+  interval: sweep points carry no per-case outcomes). The older trapezoid area through the sweep
+  anchored at (0, 0) and (1, 1) (random router 0.5) is kept as ``apgr_interpolated``. CPT(p) is
+  the smallest cost share at which the curve reaches PGR = p (linear between points). Undefined
+  (None) when acc_S == acc_W or cost_S <= cost_W.
+* **Cost-gap recovered at matched accuracy** = (cost_S - c*) / (cost_S - cost_oracle), c* the cost
+  of the cheapest operating point of the learner (itself or a sweep point) at least as accurate as
+  S: the share of the oracle's saving the learner makes without losing accuracy
+  (``matched_cost_gap``; None with a reason when no point reaches S's accuracy).
 """
 from __future__ import annotations
 
@@ -164,9 +171,124 @@ def cpt(curve: Sequence[tuple[float, float]] | None, target: float) -> float | N
 
 
 def cost_gap_recovered(cost_strong: float, cost_learner: float, cost_oracle: float) -> float | None:
-    """(cost_S - cost_L) / (cost_S - cost_oracle); None when the oracle saves nothing."""
+    """(cost_S - cost_L) / (cost_S - cost_oracle); None when the oracle saves nothing. Meaningful
+    only at matched accuracy (``matched_cost_gap``)."""
     gap = cost_strong - cost_oracle
     return None if abs(gap) < 1e-12 else (cost_strong - cost_learner) / gap
+
+
+ROUTELLM_BUDGETS = 10
+APGR_METHOD = ("RouteLLM estimator: 10 cost budgets evenly spaced over the weak-to-strong cost gap (shares 0.1, "
+               "0.2, ..., 1.0); at each the best PGR of an operating point costing at most the budget (the weak "
+               "and strong references are operating points); the mean of the 10 PGRs")
+ROUTELLM_RANDOM_APGR = 0.55  # the random router on this estimator: PGR = share at each budget, mean of 0.1..1.0
+
+
+def routellm_apgr(points: Sequence[tuple], weak: tuple, strong: tuple, budgets: int = ROUTELLM_BUDGETS):
+    """APGR by RouteLLM's estimator (``APGR_METHOD``) over (cost, accuracy) operating points.
+
+    Vectorised: every cost and accuracy may be a numpy array of the same shape (e.g. bootstrap
+    resamples); the result then has that shape, NaN where the references tie on cost or accuracy.
+    Scalars in, a float (or None) out."""
+    scalar = np.ndim(weak[0]) == 0 and all(np.ndim(c) == 0 for c, _ in points)
+    cw, aw = (np.asarray(v, dtype=float) for v in weak)
+    cs, as_ = (np.asarray(v, dtype=float) for v in strong)
+    span, gain = cs - cw, as_ - aw
+    ok = (span > 1e-12) & (np.abs(gain) > 1e-12)
+    span_s, gain_s = np.where(ok, span, 1.0), np.where(ok, gain, 1.0)
+    ops = [(np.zeros_like(span), np.zeros_like(span)), (np.ones_like(span), np.ones_like(span))]  # W, S
+    ops += [((np.asarray(c, dtype=float) - cw) / span_s, (np.asarray(a, dtype=float) - aw) / gain_s)
+            for c, a in points]
+    total = np.zeros_like(span)
+    for k in range(1, budgets + 1):
+        x = k / budgets
+        best = np.full_like(span, -np.inf)
+        for share, pgr in ops:
+            best = np.where(share <= x + 1e-9, np.maximum(best, pgr), best)
+        total = total + best
+    out = np.where(ok, total / budgets, np.nan)
+    if scalar:
+        v = float(out)
+        return None if np.isnan(v) else v
+    return out
+
+
+def _family_sums(vecs: Mapping[str, Mapping[str, tuple]], names: Sequence[str]):
+    """Per family (over the cases every named policy has): right and cost sums per policy, cases."""
+    ids = sorted(set.intersection(*(set(vecs[p]) for p in names)))
+    fams = sorted({vecs[names[0]][i][2] for i in ids})
+    at = {f: k for k, f in enumerate(fams)}
+    counts = np.zeros(len(fams))
+    right = {p: np.zeros(len(fams)) for p in names}
+    cost = {p: np.zeros(len(fams)) for p in names}
+    for i in ids:
+        k = at[vecs[names[0]][i][2]]
+        counts[k] += 1
+        for p in names:
+            right[p][k] += float(vecs[p][i][0])
+            cost[p][k] += float(vecs[p][i][1])
+    return right, cost, counts
+
+
+def family_bootstrap_stat(vecs: Mapping[str, Mapping[str, tuple]], names: Sequence[str], stat, *,
+                          n_resamples: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
+    """Percentile interval of ``stat(acc, cost)`` (dicts of per-policy arrays over resamples) when
+    whole families are resampled with replacement and every policy's accuracy and mean cost are
+    recomputed over the drawn families' cases. NaN values (undefined in a resample) are left out;
+    ``defined_share`` says how many were kept."""
+    right, cost, counts = _family_sums(vecs, names)
+    if not len(counts):
+        return {"ci95_family": None, "defined_share": 0.0}
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(counts), size=(n_resamples, len(counts)))
+    n = counts[idx].sum(axis=1)
+    acc = {p: right[p][idx].sum(axis=1) / n for p in names}
+    cst = {p: cost[p][idx].sum(axis=1) / n for p in names}
+    vals = np.asarray(stat(acc, cst), dtype=float)
+    ok = vals[~np.isnan(vals)]
+    if not len(ok):
+        return {"ci95_family": None, "defined_share": 0.0}
+    lo, hi = np.quantile(ok, [alpha / 2, 1 - alpha / 2])
+    return {"ci95_family": [float(lo), float(hi)], "defined_share": float(len(ok) / len(vals))}
+
+
+def matched_cost_gap(name: str, vecs: Mapping[str, Mapping], pts: Mapping[str, dict],
+                     frontier: Sequence[tuple[float, float]] | None, *, seed: int = 0) -> dict:
+    """Cost-gap recovered at matched accuracy: (cost_S - c*) / (cost_S - cost_oracle), where c* is
+    the cost of the cheapest operating point of the learner (the learner itself or a point of its
+    lambda sweep) whose accuracy is at least always-tool's. None with a ``reason`` when no point
+    reaches it. The family-bootstrap interval (learner itself only: sweep points carry no per-case
+    outcomes) recomputes the ratio per resample, and ``matched_share`` is the share of resamples in
+    which the learner is still at least as accurate as always-tool."""
+    s, o, me = pts[STRONG], pts[ORACLE], pts[name]
+    cands = [(me["cost"], me["accuracy"], "learner")] + [(c, a, "lambda sweep") for c, a in (frontier or [])]
+    ok = sorted(((c, a, src) for c, a, src in cands if a is not None and a >= s["accuracy"] - 1e-12),
+                key=lambda t: (t[0], t[2] != "learner"))  # at equal cost the learner itself (it has an interval)
+    out: dict = {"strong_accuracy": s["accuracy"], "strong_cost": s["cost"], "oracle_cost": o["cost"]}
+    if abs(s["cost"] - o["cost"]) < 1e-12:
+        return {**out, "value": None, "ci95_family": None, "reason": "the oracle spends what always-tool spends"}
+    if not ok:
+        best = max((a for _, a, _ in cands if a is not None), default=None)
+        return {**out, "value": None, "ci95_family": None,
+                "reason": f"no operating point of the learner reaches always-tool's accuracy "
+                          f"({s['accuracy']:.4f}; best {best if best is None else round(best, 4)})"}
+    c, a, src = ok[0]
+    out.update(value=cost_gap_recovered(s["cost"], c, o["cost"]), cost=c, accuracy=a, operating_point=src)
+    if src != "learner":
+        out.update(ci95_family=None, interval_note="the lambda-sweep point carries no per-case outcomes: no interval")
+        return out
+
+    def stat(acc, cost):
+        gap = cost[STRONG] - cost[ORACLE]
+        return np.where(np.abs(gap) > 1e-12, (cost[STRONG] - cost[name]) / np.where(np.abs(gap) > 1e-12, gap, 1), np.nan)
+
+    names = [name, STRONG, ORACLE]
+    out.update(family_bootstrap_stat(vecs, names, stat, seed=seed))
+    right, _, counts = _family_sums(vecs, names)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(counts), size=(1000, len(counts)))
+    out["matched_share"] = float(np.mean(right[name][idx].sum(axis=1) >= right[STRONG][idx].sum(axis=1)))
+    return out
 
 
 # ----------------------------------------------------------------------------- the summary key
@@ -208,17 +330,34 @@ def learner_routing(name: str, vecs: Mapping[str, Mapping], pts: Mapping[str, di
         curve = pgr_curve([(me["cost"], me["accuracy"])], weak, strong)
         out["pgr"] = None if curve is None else dict(curve).get(
             round(min(1.0, max(0.0, (me["cost"] - weak[0]) / (strong[0] - weak[0]))), 9))
+        mine = (me["cost"], me["accuracy"])
+        boot = family_bootstrap_stat(
+            vecs, [name, WEAK, STRONG],
+            lambda acc, cost: routellm_apgr([(cost[name], acc[name])], (cost[WEAK], acc[WEAK]),
+                                            (cost[STRONG], acc[STRONG])), seed=seed)
+        out["apgr"] = {"method": APGR_METHOD, "random_router": ROUTELLM_RANDOM_APGR,
+                       "learner": {"value": routellm_apgr([mine], weak, strong), **boot,
+                                   "operating_points": "the learner alone (with the weak and strong references)"},
+                       "frontier": None, "interpolated": None}
         if frontier:
             fc = pgr_curve(frontier, weak, strong)
             span = strong[0] - weak[0]
+            value = routellm_apgr(list(frontier) + [mine], weak, strong)
             out["frontier"] = {"points": [[round(x, 4), round(y, 4)] for x, y in fc] if fc else None,
                                "cost_accuracy": [[c, a] for c, a in sorted(frontier)],
-                               "apgr": apgr(fc), "cpt50": cpt(fc, 0.5), "cpt80": cpt(fc, 0.8)}
+                               "apgr": value, "apgr_method": APGR_METHOD,
+                               "apgr_interpolated": apgr(fc), "cpt50": cpt(fc, 0.5), "cpt80": cpt(fc, 0.8)}
             for k in ("cpt50", "cpt80"):
                 v = out["frontier"][k]
                 out["frontier"][f"{k}_cost"] = None if v is None else weak[0] + v * span
+            out["apgr"]["frontier"] = {"value": value, "ci95_family": None,
+                                       "operating_points": "the learner and its lambda sweep",
+                                       "interval_note": "lambda-sweep points carry no per-case outcomes: no interval"}
+            out["apgr"]["interpolated"] = {"value": apgr(fc), "method": "trapezoids through the sweep's PGR curve "
+                                                                      "anchored at (0, 0) and (1, 1); random router 0.5"}
         if ORACLE in pts:
-            out["cost_gap_recovered"] = cost_gap_recovered(strong[0], me["cost"], pts[ORACLE]["cost"])
+            out["cost_gap_recovered_matched"] = matched_cost_gap(name, vecs, pts, frontier, seed=seed)
+            out["cost_gap_recovered"] = out["cost_gap_recovered_matched"]["value"]
             out["accuracy_diff_vs_strong"] = me["accuracy"] - strong[1]
     return out
 
@@ -243,7 +382,8 @@ def routing_table(outcomes_by_split: Mapping[str, Mapping[str, Sequence[Mapping]
     """``routing`` summary key: per split and unit, every policy's point (scored cases), the
     fixed-policy hull, and per learner ``learner_routing``."""
     dt = direct_tokens or {}
-    out: dict = {"weak": WEAK, "strong": STRONG, "units": list(UNITS), "random_router_apgr": 0.5}
+    out: dict = {"weak": WEAK, "strong": STRONG, "units": list(UNITS), "random_router_apgr": ROUTELLM_RANDOM_APGR,
+                 "random_router_apgr_interpolated": 0.5, "apgr_method": APGR_METHOD}
     for split, by_policy in outcomes_by_split.items():
         out[split] = {}
         for unit in UNITS:

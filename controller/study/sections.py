@@ -2,7 +2,7 @@
 
 ``study_sections`` is the one call ``experiment.run_experiment`` makes after every policy has been
 simulated (and cross-validated): headroom from the traces, routing baselines and metrics for the
-dev, test and pooled-CV outcomes in every cost unit, the pre-registered hypotheses of the study
+dev, test and pooled-CV outcomes in every cost unit, the hypotheses of the study
 file (or the built-in default, marked as such) with their family-level tests, and the minimum
 detectable effect of every primary test.
 """
@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from controller.study.headroom import headroom_table
-from controller.study.hypotheses import Study, default_study, evaluate_study, load_study
+from controller.study.hypotheses import (Study, attach_split_seeds, default_study, evaluate_study, load_study,
+                                         split_seed_rule)
 from controller.env.registry import is_learner, role
 from controller.study.power import min_detectable_effect
+from controller.study.provenance import study_provenance
 from controller.study.routing import routing_table
 
 
@@ -66,9 +68,14 @@ def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[M
     else:
         st = load_study(study) if isinstance(study, str) else study
     hyps = evaluate_study(st, by_split, direct_tokens, fixed, seed)
+    ssr = summary.get("split_seed_records")
+    attach_split_seeds(hyps, st, by_split, ssr, cv.get("split_seed"), direct_tokens, fixed, seed)
+    n_seeds = len(ssr) if ssr else (1 if "cv_pooled" in by_split else 0)
     return {"headroom": headroom_table(records, summary.get("policy_results"), cv.get("pooled")),
             "routing": routing,
             "study": {"name": st.name, "source": st.source, "cost_unit": st.cost_unit, "alpha": st.alpha,
-                      "pre_registered": study is not None},
+                      "split_seed_rule": split_seed_rule(st, n_seeds),
+                      # the pipeline adds traces_started_utc from run_config.json and settles the registration
+                      **study_provenance(st.source if study is not None else None)},
             "power": power_rows(hyps, routing, st.alpha, seed),
             "hypotheses": hyps}

@@ -14,8 +14,8 @@ independent; they are not: the cases of one family share near-identical visible 
 splits are drawn by family. So every accuracy also gets a family-level interval (a cluster
 bootstrap: families are resampled with replacement, accuracy is pooled over their cases), and
 every paired comparison a family-level test: the per-family sums of case differences
-(policy right minus baseline right) are tested with scipy's sign-flip permutation test (exact
-whenever 2^families <= ``FAMILY_PERMUTATIONS``), Holm-adjusted over the *distinct* comparisons
+(policy right minus baseline right) are tested with a sign-flip permutation test (exact
+enumeration up to ``EXACT_FAMILIES`` = 20 non-zero families, Monte Carlo above), Holm-adjusted over the *distinct* comparisons
 of the split (statsmodels ``multipletests``): comparisons whose per-family difference vectors are
 identical (or negated: the test is two-sided) are one test, counted once; comparisons with the
 hindsight oracle (a ceiling, not a hypothesis) and ties (no family with a non-zero difference:
@@ -31,8 +31,9 @@ import numpy as np
 
 DEFAULT_BASELINES = ("always_tool_visible", "direct_only")
 ALPHA = 0.05
-FAMILY_PERMUTATIONS = 9999  # sign flips drawn when 2^families exceeds it (else exact)
-FAMILY_TEST = "sign-flip permutation test on per-family sums of paired case differences (scipy)"
+FAMILY_PERMUTATIONS = 9999  # random sign flips drawn above EXACT_FAMILIES non-zero families (else exact)
+FAMILY_TEST = ("sign-flip permutation test on per-family sums of paired case differences (exact up to 20 "
+               "non-zero families, 9,999 random sign patterns above)")
 
 
 # ----------------------------------------------------------------------------- intervals
@@ -95,8 +96,10 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict:
 def min_discordant_for_significance(alpha: float = 0.05, limit: int = 1000) -> int:
     """Fewest discordant cases, all favouring one side, for which exact McNemar gives p < alpha.
 
-    This is the best case for a paired test, so ``m / n`` is a lower bound on the accuracy
-    difference that ``n`` paired cases can ever show (6 for alpha = 0.05).
+    This is the best case for a case-level paired test, so ``m / n`` is a lower bound on the
+    accuracy difference that ``n`` paired cases can ever show as significant with McNemar (6 for
+    alpha = 0.05). The study's verdicts use the family-level test, whose floor is
+    ``min_attainable_p`` of the number of families that differ.
     """
     for m in range(1, limit + 1):
         if mcnemar_exact([True] * m, [False] * m)["p_value"] < alpha:
@@ -129,6 +132,37 @@ def paired_bootstrap_diff(
     means = per_case[idx].mean(axis=1)
     lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
     return {"diff": diff, "ci95": [float(lo), float(hi)]}
+
+
+# ----------------------------------------------------------------------------- non-inferiority
+
+NONINFERIORITY_METHOD = ("exact binomial bound: Clopper-Pearson lower(wins, n, alpha/2) - Clopper-Pearson "
+                         "upper(losses, n, alpha/2), one-sided at level alpha (Bonferroni over the two bounds)")
+
+
+def clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:
+    """One-sided Clopper-Pearson bounds (lower, upper) of a binomial share k/n, each at error ``level``."""
+    if n <= 0:
+        return 0.0, 1.0
+    from scipy.stats import beta
+
+    lo = 0.0 if k <= 0 else float(beta.ppf(level, k, n - k + 1))
+    hi = 1.0 if k >= n else float(beta.ppf(1 - level, k + 1, n - k))
+    return lo, hi
+
+
+def noninferiority_lower_bound(wins: int, losses: int, n: int, alpha: float = ALPHA) -> float | None:
+    """Lower confidence bound of the accuracy difference (wins - losses) / n, valid for rare events.
+
+    ``wins``: cases where a is right and b wrong; ``losses`` the reverse. The bound is the
+    Clopper-Pearson lower bound of the win share minus the Clopper-Pearson upper bound of the loss
+    share, each one-sided at alpha / 2, so the difference bound holds with probability at least
+    1 - alpha (Bonferroni). With 0 wins and 1 loss in 225 cases it is about -0.0245 (the percentile
+    bootstrap gives about -0.013 there: it cannot see a loss it never resamples). It treats cases as
+    independent binomial draws; the family-bootstrap interval is reported beside it. None with no case."""
+    if n <= 0:
+        return None
+    return clopper_pearson(wins, n, alpha / 2)[0] - clopper_pearson(losses, n, alpha / 2)[1]
 
 
 # ----------------------------------------------------------------------------- family level
@@ -168,25 +202,65 @@ def family_sign_flip_p(families: Sequence[str], diffs: Sequence[float], *, seed:
     """Two-sided p-value that the per-family sums of ``diffs`` are symmetric around 0.
 
     Under the null (the two policies are exchangeable within each family) each family's summed
-    difference is as likely negated; scipy enumerates all 2^F sign patterns when that is at most
-    ``FAMILY_PERMUTATIONS`` and samples them otherwise. Families whose sum is 0 cannot move the
-    statistic. No family with a non-zero sum: p = 1.
+    difference is as likely negated. Families whose sum is 0 cannot move the statistic and are
+    dropped; with m non-zero families all 2^m sign patterns are enumerated when m <=
+    ``EXACT_FAMILIES`` (p = share of patterns with |sum| >= the observed |sum|; smallest attainable
+    2 / 2^m), else ``FAMILY_PERMUTATIONS`` seeded random patterns are drawn (p = (1 + hits) / (B + 1),
+    smallest attainable 1 / (B + 1)). No family with a non-zero sum: p = 1.
     """
     sums, _ = _family_arrays(families, diffs)
-    if not np.any(sums != 0) or len(sums) < 2:  # one family: both sign patterns are as extreme
+    nz = sums[np.abs(sums) > 1e-12]
+    if not len(nz):
         return 1.0
-    return _sign_flip_p(tuple(sums.tolist()), seed)
+    return _sign_flip_p(tuple(sorted(nz.tolist())), seed)
+
+
+EXACT_FAMILIES = 20  # enumerate every sign pattern up to this many non-zero families
+
+
+def sign_flip_method(m: int) -> str:
+    """How ``family_sign_flip_p`` tests m non-zero families."""
+    return (f"exact (all 2^{m} sign patterns)" if m <= EXACT_FAMILIES
+            else f"Monte Carlo ({FAMILY_PERMUTATIONS} seeded random sign patterns)")
+
+
+def min_attainable_p(m: int) -> float:
+    """The smallest p ``family_sign_flip_p`` can return with m non-zero families: 2 / 2^m when
+    exact (the observed pattern and its negation), 1 / (B + 1) with B random patterns."""
+    if m < 1:
+        return 1.0
+    return min(1.0, 2.0 / 2 ** m) if m <= EXACT_FAMILIES else 1.0 / (FAMILY_PERMUTATIONS + 1)
+
+
+def _exact_tail(x: np.ndarray, t: float) -> float:
+    """Share of the 2^m sign patterns s with |s . x| >= t, by meeting in the middle: the 2^(m/2)
+    partial sums of each half, sorted, and a search per partial sum (vectorised numpy)."""
+    def partial(v):
+        codes = (np.arange(2 ** len(v))[:, None] >> np.arange(len(v))[None, :]) & 1
+        return (1 - 2 * codes).astype(float) @ v if len(v) else np.zeros(1)
+
+    h = len(x) // 2
+    a, b = partial(x[:h]), np.sort(partial(x[h:]))
+    hi = len(b) - np.searchsorted(b, t - a, side="left")   # a + b >= t
+    lo = np.searchsorted(b, -t - a, side="right")           # a + b <= -t
+    return float((hi + lo).sum()) / (len(a) * len(b))
 
 
 @lru_cache(maxsize=4096)
 def _sign_flip_p(sums: tuple, seed: int) -> float:
-    """The test of ``family_sign_flip_p`` on per-family sums; a pure function of them and the seed,
-    so it runs once per distinct vector (a run's policies share many: equal outcomes, equal sums)."""
-    from scipy.stats import permutation_test
-
-    res = permutation_test((np.array(sums),), lambda x, axis: np.sum(x, axis=axis), permutation_type="samples",
-                           n_resamples=FAMILY_PERMUTATIONS, alternative="two-sided", random_state=seed)
-    return min(1.0, float(res.pvalue))
+    """The test of ``family_sign_flip_p`` on the non-zero per-family sums; a pure function of them
+    and the seed, so it runs once per distinct vector (a run's policies share many)."""
+    x = np.array(sums, dtype=float)
+    t = abs(float(x.sum()))
+    tol = 1e-9 * max(1.0, float(np.abs(x).sum()))
+    if t <= tol:
+        return 1.0
+    if len(x) <= EXACT_FAMILIES:
+        return min(1.0, _exact_tail(x, t - tol))
+    rng = np.random.default_rng(seed)
+    signs = rng.choice([-1.0, 1.0], size=(FAMILY_PERMUTATIONS, len(x)))
+    hits = int(np.sum(np.abs(signs @ x) >= t - tol))
+    return min(1.0, (1 + hits) / (FAMILY_PERMUTATIONS + 1))
 
 
 def holm(pvalues: Sequence[float], alpha: float = ALPHA) -> list[float]:
