@@ -1,0 +1,113 @@
+"""README's Results block, rendered from a committed study's summary.
+
+The block between ``<!-- RESULTS START -->`` and ``<!-- RESULTS END -->`` is this function's output
+for ``results/foofah/final_summary.json``, so every figure in it is the committed summary's
+(``tests/house/test_readme_results.py`` checks it). Refresh it after re-running the study with
+``python -m controller.report.readme``.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Mapping
+
+from controller.env.registry import BEST_FIXED, ORACLE
+
+START, END = "<!-- RESULTS START -->", "<!-- RESULTS END -->"
+STUDY = "results/foofah"
+ROWS = ("direct_only", "write_once", "always_tool_visible", BEST_FIXED, "learned_rule", "lora_seq_policy", ORACLE)
+
+
+def _rng(d: Mapping | None, unit: str) -> str:
+    if not d or d.get("mean") is None:
+        return "n/a"
+    lo, hi = d["min"], d["max"]
+    return f"{lo:+.1f} {unit}" if lo == hi else f"{lo:+.1f} to {hi:+.1f} {unit}"
+
+
+def results_block(s: Mapping, where: str = STUDY) -> str:
+    cv = s.get("cv") or {}
+    pooled = cv.get("pooled") or {}
+    ss = s.get("split_seeds") or {}
+    hr = (s.get("headroom") or {}).get("cells", {}).get("pooled", {})
+    study = s.get("study") or {}
+    k = (s.get("config") or {}).get("rollout", {}).get("program_samples", 1)
+    date = str(study.get("traces_started_utc") or "")[:10] or "n/a"
+    out = [f"Foofah, offline synthesizer, K = {k} (`{where}/`, traced {date}; {s.get('n_records')} files, "
+           f"{hr.get('n')} scored cases in {hr.get('families')} families; claims over pooled {cv.get('k')}-fold "
+           f"family cross-validation at {ss.get('n_split_seeds', 1)} split seeds, tests at the family level; "
+           f"study file {study.get('registration', 'n/a')}).", ""]
+    q = (s.get("headroom") or {}).get("questions") or []
+    if q:
+        out += [f"**What the data can answer.** {q[0]}", ""]
+    folds = [f.get("best_fixed") for f in cv.get("folds", [])]
+    chosen = ", ".join(f"`{c}` in {folds.count(c)} of {len(folds)} folds" for c in dict.fromkeys(folds))
+    out += [f"**The best fixed policy**, chosen on each fold's train + dev (every repair budget and visible "
+            f"rule): {chosen}.", ""]
+    diffs = ss.get("differences") or {}
+    out += ["| policy (pooled CV, split seed 0) | right | program generations | vs best fixed over split seeds |",
+            "|---|---|---|---|"]
+    for p in ROWS:
+        r = pooled.get(p)
+        if not r:
+            continue
+        d = (diffs.get(p) or {}).get(BEST_FIXED)
+        vs = f"{_rng(d.get('accuracy_pp'), 'pp')}, {_rng(d.get('program_generations'), 'generations')}" if d else ""
+        out.append(f"| `{p}`{' (hindsight)' if p == ORACLE else ''} | {r['exact']}/{r['n']} | "
+                   f"{r['program_generations']} | {vs} |")
+    out.append("")
+    prim = [h for h in s.get("hypotheses") or [] if h.get("primary")]
+    if prim:
+        out.append("**Registered primary hypotheses** (" + (study.get("split_seed_rule") or {}).get("rule", "")
+                   + "):")
+        out += [f"- `{h['name']}`: {h.get('verdict')} (supported at {h.get('supported_at') or 'n/a'})." for h in prim]
+        out.append("")
+    learner = ((s.get("routing") or {}).get("cv_pooled") or {}).get("generations", {}).get("learners", {}) \
+        .get("learned_rule", {})
+    m = learner.get("cost_gap_recovered_matched") or {}
+    if m:
+        ci = m.get("ci95_family")
+        val = "none" if m.get("value") is None else f"{m['value']:.2f}" + (
+            f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+        out += [f"**Cost-gap recovered at matched accuracy** (share of the always-tool to oracle cost gap the "
+                f"learned rule closes at always-tool's accuracy): {val}"
+                + (f" ({m['reason']})" if m.get("value") is None and m.get("reason") else "") + ".", ""]
+    sav = ((s.get("savings") or {}).get("cv_pooled") or {}).get("learned_rule") or {}
+    parts = [f"{c.replace('_', ' ')} {v['cases']} cases ({v['generations_saved']:+d} generations, "
+             f"{v['right_lost']} lost, {v['right_gained']} gained)" for c, v in sav.items() if c != "same"]
+    if parts:
+        out += ["**Where the rule's saving comes from** (against always-tool): " + "; ".join(parts) + ".", ""]
+    reps = s.get("repair_rounds") or []
+    if reps:
+        out += ["Repairs: " + "; ".join(f"repair {r['repair']} passes the example in {r['passed']} of "
+                                        f"{r['reached']} chains" for r in reps) + ".", ""]
+    out.append("These are a search procedure's traces, not a language model's: they say nothing about a model's "
+               "skill. K = 3, the library, the nulls, DAgger and routing: [docs/results.md](docs/results.md).")
+    return "\n".join(out)
+
+
+def replace_block(readme: str, block: str) -> str:
+    pat = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
+    if not pat.search(readme):
+        raise ValueError(f"README has no {START} ... {END} block")
+    return pat.sub(lambda _m: f"{START}\n{block}\n{END}", readme)
+
+
+def read_block(readme: str) -> str:
+    m = re.search(re.escape(START) + r"\n(.*?)\n" + re.escape(END), readme, re.S)
+    return m.group(1) if m else ""
+
+
+def main(root: str = ".") -> int:
+    root_p = Path(root)
+    summary = json.loads((root_p / STUDY / "final_summary.json").read_text())
+    path = root_p / "README.md"
+    path.write_text(replace_block(path.read_text(), results_block(summary)))
+    print(f"{path}: Results block rendered from {STUDY}/final_summary.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))

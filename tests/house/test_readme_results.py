@@ -1,0 +1,29 @@
+"""README's Results block is the committed default study's summary, rendered (every figure in it
+comes from ``results/foofah/final_summary.json``); and each figure in the rendering is one the
+summary holds."""
+import json
+import re
+from pathlib import Path
+
+from controller.report.readme import STUDY, read_block, results_block
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_readme_results_block_is_the_committed_summary():
+    summary = json.loads((ROOT / STUDY / "final_summary.json").read_text())
+    block = read_block((ROOT / "README.md").read_text())
+    assert block, "README has no Results block"
+    assert block == results_block(summary), (
+        "README's Results block differs from the committed summary: run python -m controller.report.readme")
+
+
+def test_every_table_figure_is_a_pooled_cv_number():
+    summary = json.loads((ROOT / STUDY / "final_summary.json").read_text())
+    pooled = summary["cv"]["pooled"]
+    rows = [l for l in results_block(summary).splitlines() if l.startswith("| `")]
+    assert rows
+    for line in rows:
+        name = re.match(r"\| `([^`]+)`", line).group(1)
+        right, gens = re.search(r"\| (\d+)/(\d+) \| (\d+) \|", line).group(1, 3)
+        assert (int(right), int(gens)) == (pooled[name]["exact"], pooled[name]["program_generations"])
