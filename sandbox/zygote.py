@@ -53,6 +53,9 @@ NOBODY = 65534
 NAMESPACES = {"mount_namespace": _kernel.CLONE_NEWNS, "net_namespace": _kernel.CLONE_NEWNET,
               "ipc_namespace": _kernel.CLONE_NEWIPC, "uts_namespace": _kernel.CLONE_NEWUTS,
               "pid_namespace": _kernel.CLONE_NEWPID}
+# Where the empty root is mounted, in the worker's own mount namespace: a standard folder,
+# so no name of the parent's (its temporary folder, its pid) ever reaches the worker.
+MOUNT_POINTS = ("/tmp", "/mnt", "/var/tmp", "/media", "/srv")
 SELF_TEST = """
 import re, json, datetime, statistics, collections, math, itertools
 def transform(table):
@@ -91,17 +94,20 @@ def enter_namespaces(report: dict, req_fd: int, resp_fd: int) -> None:
             except OSError as exc:
                 report[name] = False
                 report["notes"].append(f"{name}: {exc.strerror}")
+    report["root_mounted"] = False
     if report["mount_namespace"]:
         try:  # nothing mounted here may leak back, then an empty read-only root for children
             _kernel.mount(None, "/", None, _kernel.MS_REC | _kernel.MS_PRIVATE)
-            here = os.getcwd()
+            here = next(p for p in MOUNT_POINTS if os.path.isdir(p))
             _kernel.mount("tmpfs", here, "tmpfs", _kernel.MS_RDONLY | _kernel.MS_NOSUID
                           | _kernel.MS_NODEV | _kernel.MS_NOEXEC, "size=4k,mode=0555")
-            # The working directory is still the folder *under* the mount: walk into the mount
-            # by name, so the ``chroot(".")`` that follows makes the empty tmpfs the root.
+            # Walk into the mount by name, so the ``chroot(".")`` that follows makes the empty
+            # tmpfs the root. (A standard folder, and only in this private mount namespace: the
+            # worker never learns the name of any folder of the parent's.)
             os.chdir(here)
-        except OSError as exc:
-            report["notes"].append(f"read-only root: {exc.strerror}")
+            report["root_mounted"] = True
+        except (OSError, StopIteration) as exc:
+            report["notes"].append(f"read-only root: {getattr(exc, 'strerror', 'no folder')}")
     if report["pid_namespace"]:
         pid = os.fork()
         if pid:  # the outer process only waits, so the parent can still kill its group
@@ -112,14 +118,14 @@ def enter_namespaces(report: dict, req_fd: int, resp_fd: int) -> None:
         _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _vm_status(status_fd: int) -> tuple[int, int]:
-    """(VmSize, VmRSS) in bytes, from this process's /proc status file opened before chroot."""
-    fields = {}
-    for line in os.pread(status_fd, 1 << 16, 0).decode().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmSize", "VmRSS"):
-            fields[key] = int(value.split()[0]) * 1024
-    return fields["VmSize"], fields["VmRSS"]
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _vm_status(statm_fd: int) -> tuple[int, int]:
+    """(VmSize, VmRSS) in bytes, from this process's /proc ``statm`` opened before chroot: page
+    counts only (``status`` also names the host pids, which would then lie in freed memory)."""
+    size, resident = os.pread(statm_fd, 256, 0).split()[:2]
+    return int(size) * PAGE, int(resident) * PAGE
 
 
 def probe(plan: dict) -> tuple[dict, str]:
@@ -159,6 +165,8 @@ def confine_worker(report: dict) -> list:
     and its children start there; unprivileged, they cannot leave it.
     """
     try:
+        if not report.get("root_mounted"):  # never chroot into a folder of the host's
+            raise OSError(0, "no empty root was mounted")
         os.chroot(".")
         os.chdir("/")
         report["chroot"] = True
@@ -410,11 +418,66 @@ def classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss) -> tu
 
 
 def serve(req_fd: int, resp_fd: int, plan: dict) -> None:
+    """The pristine template's loop: fork one server per request, wait for it, repeat.
+
+    The template never reads a request, an output or a message: the server it forks (a copy of
+    it) reads one request header, forks the run's child from itself at once (``run_one``: so the
+    child is a copy of the template plus that header), collects, replies and exits, taking with
+    it everything the run left in memory. So every run's child starts from the same state,
+    whatever ran before: no earlier table, output or message in its memory, the same heap
+    statistics, the same addresses. With a PID namespace the template also resets the
+    namespace's pid counter before each fork (``ns_last_pid``), so every server and child gets
+    the same pids and a run cannot count the runs before it. Ends when a server reports that
+    the request pipe is closed or out of step (exit status not 0).
+    """
+    last_pid = plan.pop("last_pid_fd", None)
+    for _ in range(2):  # two empty rounds first: the loop's own first-time allocations are done
+        _fork_server(last_pid, None, None, plan)
+    while _fork_server(last_pid, req_fd, resp_fd, plan):
+        pass
+
+
+def _fork_server(last_pid, req_fd, resp_fd, plan) -> bool:
+    if last_pid is not None:
+        os.pwrite(last_pid, b"1", 0)  # the server is pid 2, the run's child 3, every time
+    pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            ok = req_fd is None or serve_one(req_fd, resp_fd, plan)
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    return status == 0
+
+
+def serve_one(req_fd: int, resp_fd: int, plan: dict) -> bool:
+    """In the server: one request; ``False`` when the worker must stop."""
     header = bytearray(_wire.REQUEST.size)  # sizes and limits only: the child reads the rest
-    while _wire.read_into(req_fd, header):
-        timeout_ms, memory_mb, code_len, table_len = _wire.REQUEST.unpack(header)
-        if not run_one(req_fd, code_len, table_len, timeout_ms / 1000, memory_mb, resp_fd, plan):
-            return
+    if not _wire.read_into(req_fd, header):
+        return False
+    timeout_ms, memory_mb, code_len, table_len = _wire.REQUEST.unpack(header)
+    plan["worker_pid"] = os.getpid()  # the child's parent (for its death-signal check)
+    try:
+        return run_one(req_fd, code_len, table_len, timeout_ms / 1000, memory_mb, resp_fd, plan)
+    except BrokenPipeError:
+        return False
+
+
+def _last_pid_fd(report: dict) -> int | None:
+    """A handle on this PID namespace's pid counter (``ns_last_pid``), opened before the
+    chroot; ``None`` (and a note) without a PID namespace of our own or the right to set it."""
+    report["same_pids"] = False
+    if not report["pid_namespace"]:
+        return None
+    try:
+        fd = _high_fd(os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY))
+        os.pwrite(fd, b"1", 0)
+    except OSError as exc:
+        report["notes"].append(f"same pids: {exc.strerror}")
+        return None
+    report["same_pids"] = True
+    return fd
 
 
 def _high_fd(fd: int) -> int:
@@ -465,10 +528,12 @@ _STANDARD = frozenset({"/", "/usr", "/usr/local", "/opt", "/bin", "/sbin", "/lib
 
 
 def host_paths() -> list[str]:
-    """The host paths this worker knows (read before ``hide_host_paths``): the interpreter's
-    install folders, its working directory (the parent's temporary folder) and that folder's
-    name, which carries the parent's pid. Standard system folders are left out, and so is any
-    path that contains another one (scrubbing the shorter one covers it)."""
+    """The host paths this worker knows (read before ``hide_host_paths``), longest first: the
+    interpreter's install folders and every parent of them. Its working directory is ``/``
+    (the parent starts it there), so it never knows the parent's folders at all. Standard
+    system folders are left out. Every parent too, not just the deepest path: a copy of a
+    path the heap has half reused, or a shorter path of its own, still names the folders above.
+    """
     found = set()
     for name in ("executable", "_base_executable"):
         path = getattr(sys, name, None)
@@ -478,11 +543,13 @@ def host_paths() -> list[str]:
         path = getattr(sys, name, None)
         if path:
             found.update({path, os.path.realpath(path)})
-    here = os.getcwd()
-    found.update({here, os.path.realpath(here), os.path.basename(here)})
+    for path in list(found):
+        while path not in ("/", ""):
+            found.add(path)
+            path = os.path.dirname(path)
     found = {p for p in found if len(p) >= 4 and p not in _STANDARD and not (
         os.path.dirname(p) in _STANDARD and os.path.basename(p).startswith(("python", "bin")))}
-    return sorted(p for p in found if not any(q != p and q in p for q in found))
+    return sorted(found, key=lambda p: (-len(p), p))
 
 
 _BYTES_DATA = sys.getsizeof(b"") - 1  # where a bytes object's data starts, from its address
@@ -490,16 +557,27 @@ _BYTES_DATA = sys.getsizeof(b"") - 1  # where a bytes object's data starts, from
 
 def needles(paths: list[str]) -> list[tuple[bytes, bytes]]:
     """``(path bytes, filler)`` in each encoding a copy may take (made before the codecs'
-    modules lose their paths): UTF-8 and UTF-32 (``wchar_t``), Latin-1/UTF-16 when not ASCII."""
-    variants = []
+    modules lose their paths): UTF-8 and UTF-32 (``wchar_t``), Latin-1/UTF-16 when not ASCII.
+    Longest first. Also each long path's UTF-8 tail without its first 8 and 16 bytes: what is
+    left of a freed heap copy once malloc has written its list pointers over the start."""
+    variants, seen = [], set()
     for path in paths:
         for enc in ("utf-8", "latin-1", "utf-16-le", "utf-32-le"):
             if enc in ("latin-1", "utf-16-le") and path.isascii():
                 continue
             try:
-                variants.append((path.encode(enc), "x".encode(enc) * len(path)))
+                data = path.encode(enc)
             except UnicodeEncodeError:
-                pass
+                continue
+            forms = [data]
+            if enc == "utf-8":
+                forms += [data[k:] for k in (8, 16) if len(data) - k >= 12 and b"/" in data[k:]]
+            for form in forms:
+                if form not in seen:
+                    seen.add(form)
+                    variants.append((form, b"x" * len(form) if enc == "utf-8"
+                                     else "x".encode(enc) * (len(form) // len("x".encode(enc)))))
+    variants.sort(key=lambda v: -len(v[0]))
     return variants
 
 
@@ -520,6 +598,12 @@ def scrub(variants: list[tuple[bytes, bytes]], maps_fd: int) -> int:
     import ctypes
     own = [(id(v) + _BYTES_DATA, id(v) + _BYTES_DATA + len(v)) for v, _ in variants]
     total = 0
+    # (address, length, region start) of every hit, for ``reset_hash``: a ctypes array made
+    # before the scan, because nothing may be allocated while one runs (an allocation can
+    # reuse a freed block that held a path, and the stale snapshot would then send the filler
+    # over a live object)
+    hits_at = (ctypes.c_uint64 * (3 * 4096))()
+    n_hits = 0
     for _ in range(4):
         regions = []
         text = b""
@@ -540,18 +624,67 @@ def scrub(variants: list[tuple[bytes, bytes]], maps_fd: int) -> int:
                 at = snap.find(needle)
                 while at >= 0:
                     addr = start + at
-                    if not any(lo <= addr < hi for lo, hi in own):
+                    if not any(lo <= addr < hi for lo, hi in own) and \
+                            ctypes.string_at(addr, len(needle)) == needle:  # still there
                         ctypes.memmove(addr, filler, len(filler))
                         hits += 1
+                        if n_hits < 4096:
+                            hits_at[3 * n_hits:3 * n_hits + 3] = (addr, len(filler), start)
+                            n_hits += 1
                     at = snap.find(needle, at + 1)
             ctypes.memset(id(snap) + _BYTES_DATA, 0, len(snap))
             del snap
         total += hits
         if not hits:
             break
+    for k in range(n_hits):
+        reset_hash(hits_at[3 * k], hits_at[3 * k + 1], hits_at[3 * k + 2])
     for needle, _ in variants:  # the needles themselves, last
         ctypes.memset(id(needle) + _BYTES_DATA, 0, len(needle))
     return total
+
+
+_STR_TYPE, _BYTES_TYPE = id(str).to_bytes(8, "little"), id(bytes).to_bytes(8, "little")
+_ASCII_DATA = sys.getsizeof("") - 1  # where a compact ASCII str's characters start
+_COMPACT_DATA = sys.getsizeof("\u0100") - 4  # ... and a compact non-ASCII one's (1-4 bytes each)
+
+
+def reset_hash(addr: int, size: int, floor: int, reach: int = 1 << 16) -> bool:
+    """Forget the cached hash of the ``str`` or ``bytes`` object whose characters hold
+    ``addr .. addr + size`` (just overwritten by ``scrub``): the hash was computed from the
+    old text, so with the fixed hash seed ``hash(s) == hash(guess)`` would confirm a guessed
+    path. Looks back up to ``reach`` bytes (not below ``floor``, the region's start) for the
+    nearest object header (a type pointer to ``str``/``bytes``, a plausible reference count
+    and a length that covers the hit) and sets its hash to -1 (not computed yet), so the next
+    ``hash()`` computes it from the scrubbed text."""
+    import ctypes
+    lo = max(floor, (addr - reach) & ~7)
+    window = ctypes.string_at(lo, addr - lo)
+    at = len(window) - len(window) % 8
+    while at >= 8:
+        at -= 8
+        kind = window[at:at + 8]
+        if kind != _STR_TYPE and kind != _BYTES_TYPE:
+            continue
+        obj = lo + at - 8
+        refs, length = ctypes.c_ssize_t.from_address(obj).value, \
+            ctypes.c_ssize_t.from_address(obj + 16).value
+        if not 0 < refs < 1 << 40 or length < 0:
+            continue
+        if kind == _BYTES_TYPE:
+            data, width = obj + _BYTES_DATA, 1
+        else:
+            state = ctypes.c_uint32.from_address(obj + 32).value
+            if not state & 0x20:  # not compact: the characters live elsewhere
+                continue
+            width = (state >> 2) & 7
+            data = obj + (_ASCII_DATA if state & 0x40 else _COMPACT_DATA)
+            if width not in (1, 2, 4):
+                continue
+        if data <= addr and addr + size <= data + length * width:
+            ctypes.c_ssize_t.from_address(obj + 24).value = -1
+            return True
+    return False
 
 
 def main(options: dict) -> None:
@@ -571,9 +704,11 @@ def main(options: dict) -> None:
                     "arch": os.uname().machine, "notes": []}
     enter_namespaces(report, req_fd, resp_fd)
     try:
-        status_fd = _high_fd(os.open("/proc/self/status", os.O_RDONLY))
+        status_fd = _high_fd(os.open("/proc/self/statm", os.O_RDONLY))
         maps_fd = _high_fd(os.open("/proc/self/maps", os.O_RDONLY))
+        last_pid = _last_pid_fd(report)
         plan = make_plan(options["limits"], options["ast_check"], report, status_fd, dev_fd)
+        plan["last_pid_fd"] = last_pid
         warm_up(plan)
         gc.collect()
         report["host_paths_scrubbed"] = scrub(paths, maps_fd) >= 0
@@ -585,6 +720,7 @@ def main(options: dict) -> None:
         _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.ERR, _wire.CODE["crash"], 0, 0,
                                                   len(why)) + why)
         os._exit(1)
+    report.pop("root_mounted", None)
     report["notes"] = "; ".join(report["notes"])
     ready = json.dumps(report).encode()
     _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.READY, 0, 0, 0, len(ready)) + ready)
