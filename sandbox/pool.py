@@ -199,6 +199,17 @@ class Sandbox:
         two per worker (the worker and its PID-namespace copy, or one without that namespace).
         For leak checks and monitoring; Linux only.
         """
+        # A server that has just sent its reply may not have exited yet (a moment later it
+        # has): wait up to a second for the count a quiet pool has, then report what is there.
+        quiet = len(self.worker_pids()) * (2 if self.protections().get("pid_namespace") else 1)
+        deadline = time.monotonic() + 1.0
+        while True:
+            total = self._census_once()
+            if total["processes"] <= quiet or time.monotonic() > deadline:
+                return total
+            time.sleep(0.005)
+
+    def _census_once(self) -> dict[str, int]:
         groups = set(self.worker_pids())
         total = {"processes": 0, "threads": 0, "fds": 0, "rss_kb": 0}
         for entry in os.listdir("/proc"):

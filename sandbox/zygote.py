@@ -438,6 +438,8 @@ def serve(req_fd: int, resp_fd: int, plan: dict) -> None:
 
 
 def _fork_server(last_pid, req_fd, resp_fd, plan) -> bool:
+    if req_fd is not None:  # wait for a request (or the end of the pipe) without reading it
+        select.select([req_fd], [], [])
     if last_pid is not None:
         os.pwrite(last_pid, b"1", 0)  # the server is pid 2, the run's child 3, every time
     pid = os.fork()
