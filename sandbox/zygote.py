@@ -655,9 +655,9 @@ def reset_hash(addr: int, size: int, floor: int, reach: int = 1 << 16) -> bool:
     """Forget the cached hash of the ``str`` or ``bytes`` object whose characters hold
     ``addr .. addr + size`` (just overwritten by ``scrub``): the hash was computed from the
     old text, so with the fixed hash seed ``hash(s) == hash(guess)`` would confirm a guessed
-    path. Looks back up to ``reach`` bytes (not below ``floor``, the region's start) for the
-    nearest object header (a type pointer to ``str``/``bytes``, a plausible reference count
-    and a length that covers the hit) and sets its hash to -1 (not computed yet), so the next
+    path, and ``ctypes`` can read it from any object, live or freed. Looks back up to ``reach``
+    bytes (not below ``floor``, the region's start) for the nearest object header (a type
+    pointer to ``str``/``bytes`` and a length that covers the hit) and sets its hash to -1 (not computed yet), so the next
     ``hash()`` computes it from the scrubbed text."""
     import ctypes
     lo = max(floor, (addr - reach) & ~7)
@@ -669,9 +669,10 @@ def reset_hash(addr: int, size: int, floor: int, reach: int = 1 << 16) -> bool:
         if kind != _STR_TYPE and kind != _BYTES_TYPE:
             continue
         obj = lo + at - 8
-        refs, length = ctypes.c_ssize_t.from_address(obj).value, \
-            ctypes.c_ssize_t.from_address(obj + 16).value
-        if not 0 < refs < 1 << 40 or length < 0:
+        # (no check of the reference count: a freed object's holds the allocator's list
+        # pointer, and its hash can still be read from raw memory)
+        length = ctypes.c_ssize_t.from_address(obj + 16).value
+        if not 0 < length < 1 << 24:
             continue
         if kind == _BYTES_TYPE:
             data, width = obj + _BYTES_DATA, 1

@@ -228,23 +228,55 @@ def test_r5_no_temp_dir_tails_or_host_pids_in_a_childs_memory(tmp_path, monkeypa
     assert not leaks, leaks
 
 
+# Every compact ASCII str object in the child's memory (live or freed: ctypes reads both) whose
+# text holds a run of the scrub's "x": its hash field must be "not computed" (-1) or the hash of
+# what it holds now, never one cached from the path it held (which ``hash(guess)`` would match).
 HASHES = PRELUDE + '''
 import re
+madvise = ctypes.pythonapi.madvise
+madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+STR = id(str).to_bytes(8, "little")
 def transform(t):
     guess = bytes(b ^ 0x5A for b in bytes.fromhex(t[0][0])).decode()
     f = re.compile.__code__.co_filename
-    return [[str(hash(f) == hash(guess)), str(hash(f) == hash("".join(list(f)))), f[-14:]]]
+    regions = [c.split("-") for row in t[1:] for c in row]
+    objects = stale = 0
+    examples = []
+    for start, end, kind in [(int(s, 16), int(e, 16), k) for s, e, k in regions]:
+        if kind == "stack" or madvise(start, end - start, 0) != 0:
+            continue
+        data = ctypes.string_at(start, end - start)
+        at = data.find(STR)
+        while at >= 0:
+            if at >= 8 and at % 8 == 0:
+                length = int.from_bytes(data[at + 8:at + 16], "little", signed=True)
+                state = int.from_bytes(data[at + 24:at + 28], "little")
+                if 12 <= length < 4096 and state & 0x60 == 0x60 and at + 40 + length <= len(data):
+                    text = data[at + 40:at + 40 + length]
+                    if b"xxxxxxxxxxxx" in text:
+                        objects += 1
+                        h = int.from_bytes(data[at + 16:at + 24], "little", signed=True)
+                        if h != -1 and h != hash(text.decode("latin-1")):
+                            stale += 1
+                            examples.append(text[-30:].decode("latin-1"))
+            at = data.find(STR, at + 1)
+    return [[str(hash(f) == hash(guess)), str(hash(f) == hash("".join(list(f)))), f[-14:]],
+            [str(objects), str(stale)], examples[:5]]
 '''
 
 
 def test_r5_scrubbed_strings_do_not_keep_the_hash_of_the_path_they_held():
     path = re.compile.__code__.co_filename  # the same code object's file name as the child's
     with Sandbox(workers=1, ast_check=False) as box:
-        r = box.run(HASHES, [[bytes(b ^ 0x5A for b in path.encode()).hex()]], timeout_s=5)
+        regions = _regions(_serving_pid(box))
+        table = [[bytes(b ^ 0x5A for b in path.encode()).hex()]] + \
+            [regions[i:i + 500] for i in range(0, len(regions), 500)]
+        r = box.run(HASHES, table, timeout_s=60, memory_mb=1024)
     assert r.ok, r
-    confirms, consistent, tail = r.output[0]
+    (confirms, consistent, tail), (objects, stale), examples = r.output
     assert tail == path[-14:] == "re/__init__.py"  # the same file's code
-    assert (confirms, consistent) == ("False", "True"), r.output
+    assert int(objects) > 20  # the scan found the scrubbed strings
+    assert (confirms, consistent, stale) == ("False", "True", "0"), r.output
 
 
 # ----------------------------------------------------------------------------- R6: messages
