@@ -1,15 +1,26 @@
 """``Sandbox``: a pool of worker processes that run untrusted ``transform(table)`` programs.
 
-Each run gets a fresh child forked from a pre-warmed worker (see ``zygote.py`` for the worker,
-``_child.py`` for the protections). The parent sends each request as one length-prefixed frame
-(and queues one more small one behind each running request, so a worker never waits for the
-parent between runs), waits on all workers with ``poll``, decodes every output itself
-(``result.decode_output``: a structural pre-check first, the garbage collector paused, and a
-per-batch budget of output bytes), and enforces a grace deadline of its own: a worker that has
-not replied ``GRACE_S`` after a run's timeout, and has nothing waiting in its pipe, is killed
-with its whole process group and replaced, and so is one that died. Such runs come back as
-``timeout`` or ``crash``; the program is never run a second time (a request queued behind
-one that failed had not started, and goes to the next worker).
+Each run gets a fresh child forked, through a per-run server, from a pristine worker template
+(see ``zygote.py`` for the worker, ``_child.py`` for the protections). The parent sends each
+request as one length-prefixed frame (and queues one more small one behind each running request,
+so a worker never waits for the parent between runs), waits on all workers with ``poll``, and
+decodes every output itself (``result.decode_output``: a structural pre-check first, the garbage
+collector paused). Every run is judged on its own: nothing another run of the batch did (its
+output's size, its timing) can change a run's result, and no output is ever refused for its
+batch's sake (memory is bounded per run by ``OutputLimits`` and, for the batch, by streaming
+through ``iter_many``).
+
+The parent's own deadline judges stalls by progress: a worker is stalled only once ``GRACE_S``
+have passed since its run's deadline *and* since the last byte the parent read from it, so the
+parent being away (a caller asleep inside ``iter_many``, another thread holding the GIL) never
+turns a finished reply into a ``timeout``. A stalled or dead worker is killed with its whole
+process group and replaced; such runs come back as ``timeout`` or ``crash``; the program is never
+run a second time (a request queued behind one that failed had not started, and goes to the next
+worker).
+
+The ``sandbox-XXXXXXXX`` folder in the temporary directory holds only a lock file, ``flock``-ed
+for the ``Sandbox``'s life; a later ``Sandbox`` removes a folder only when it can take that lock
+(its owner is gone), which holds across pid namespaces. The workers never learn its name.
 
 Not covered: sharing one ``Sandbox`` across processes (use one per process; a ``Sandbox`` used
 after ``fork`` raises), concurrent ``run_many`` calls on one ``Sandbox`` from several threads
@@ -254,9 +265,10 @@ class Sandbox:
         """Like ``run_many``, but yields ``(index, RunResult)`` as each run ends (any order).
 
         For a grader that looks at each output once: nothing is held here after it is
-        yielded, so the parent's memory is one output per worker, not the batch's. The
-        batch budget (``OutputLimits.max_batch_bytes``) counts per call. Closing the generator
-        early kills the workers still running (their replies would be out of step).
+        yielded, so the parent's memory is one output per worker, not the batch's. The time
+        the caller spends between results never counts against a worker (stalls are judged
+        by progress). Closing the generator early kills the workers still running (their
+        replies would be out of step).
         """
         if not 0 < timeout_s <= 3600:
             raise ValueError("timeout_s must be in (0, 3600]")

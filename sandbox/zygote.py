@@ -1,27 +1,34 @@
 """The pre-warmed worker process: one per sandbox slot, forking one child per run.
 
-Started by the parent as ``python -s -S -B -c BOOT OPTIONS_JSON`` (``_worker.BOOT`` compiles this
-module and its siblings under ``<sandbox>/`` names) with an environment of its own
-(``LD_BIND_NOW`` and a fixed ``PYTHONHASHSEED``, both removed once read), in a new session, with
-an empty temporary directory as its working directory. It then:
+Started by the parent as ``python -s -S -B -c BOOT`` (``_worker.BOOT`` first starts itself again
+with address-space randomisation off, then compiles this module and its siblings under
+``<sandbox>/`` names) with an environment of its own (``LD_BIND_NOW`` and a fixed
+``PYTHONHASHSEED``, both removed once read), in a new session, in ``/``: it never learns the name
+of any folder of the parent's. It then:
 
 1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never needs the file system,
    and removes every host path from ``sys`` and the modules (``hide_host_paths``);
 2. enters new mount, network, IPC, UTS and PID namespaces where the kernel permits (PID: the
    process forks once, and the copy, pid 1 of the new namespace, serves; when it dies the
-   kernel kills every process left in the namespace), mounts an empty read-only tmpfs over its
-   working directory and ``chroot``s into it, sets no-new-privileges and the resource limits
-   that are the same for every run (all inherited by each child);
+   kernel kills every process left in the namespace), mounts an empty read-only tmpfs over a
+   standard folder (``/tmp``) of its private mount namespace and ``chroot``s into it, sets
+   no-new-privileges and the resource limits that are the same for every run (all inherited
+   by each child);
 3. forks a probe child that applies every per-run protection and runs a self-test program,
    and keeps exactly the protections that worked (``protections()`` reports them; each later
    child must apply all of them or refuse to run), then runs the self-test once itself so
-   lazy initialisation happens here and not in every child;
-4. answers requests from the parent until the request pipe closes: read one request header
-   (sizes and limits only), lay out the child's descriptors (``child_fds``), fork a child
-   (``_child.main``, which reads the code and table itself), read its result frame into a
-   buffer sized from the header until the wall-clock deadline, SIGKILL and reap it, read its
-   tags, decide the class, reply, and overwrite the buffer: when the next child is forked,
-   nothing of an earlier run is left in the worker's memory.
+   lazy initialisation happens here and not in every child, and overwrites every copy of a
+   host path in its memory (``scrub``, which also resets the cached hashes of the strings it
+   rewrote); nothing is read from the host's procfs after that but page counts (``statm``);
+4. becomes the pristine *template*: for each request it waits until the request pipe is
+   readable (without reading), resets its PID namespace's pid counter (``ns_last_pid``) and
+   forks a *server*, then waits for the server to exit. The server reads one request header
+   (sizes and limits only), lays out the child's descriptors (``child_fds``), forks the run's
+   child (``_child.main``, which reads the code and table itself), reads its result frame
+   until the wall-clock deadline, SIGKILLs and reaps it, reads its tags, decides the class,
+   replies and exits. The template never holds a request, an output or a message, so every
+   run's child is a copy of the same state (the template plus its own header), whatever ran
+   before: same pids, same heap statistics, same addresses.
 
 Not covered: a worker that is itself stuck (the parent's grace deadline catches that) and
 systems without ``fork`` and ``/proc`` (Linux only).
