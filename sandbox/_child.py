@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import math
 import os
 import random
 import resource
@@ -304,6 +305,15 @@ def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True
 def _msg(text: str) -> bytes:
     """UTF-8 whatever the text holds (a lone surrogate in a message becomes ``\\udc80``)."""
     return text.encode("utf-8", "backslashreplace")
+
+
+def main_from_header(req_fd: int, header, plan: dict) -> None:
+    """The child's life from its request header (which the template handed over): the limits
+    that depend on the request are computed here, in the child, never in the template."""
+    timeout_ms, memory_mb, code_len, table_len = _wire.REQUEST.unpack(header)
+    plan["cpu_s"] = max(1, math.ceil(timeout_ms / 1000 + 0.5))  # the backstop behind the kill
+    plan["as_bytes"] = plan["base"][0] + memory_mb * (1 << 20)  # on top of the worker's own
+    main(req_fd, code_len, table_len, plan)
 
 
 def main(req_fd: int, code_len: int, table_len: int, plan: dict) -> None:

@@ -207,12 +207,13 @@ class Sandbox:
         """Processes, threads, open descriptors and resident KiB of everything the workers run.
 
         Counts every process in the workers' process groups, from /proc; between runs that is
-        two per worker (the worker and its PID-namespace copy, or one without that namespace).
+        three per worker (the worker, its PID-namespace copy and the template it forks run
+        children from), two without that namespace.
         For leak checks and monitoring; Linux only.
         """
         # A server that has just sent its reply may not have exited yet (a moment later it
         # has): wait up to a second for the count a quiet pool has, then report what is there.
-        quiet = len(self.worker_pids()) * (2 if self.protections().get("pid_namespace") else 1)
+        quiet = len(self.worker_pids()) * (3 if self.protections().get("pid_namespace") else 2)
         deadline = time.monotonic() + 1.0
         while True:
             total = self._census_once()

@@ -43,6 +43,7 @@ import os
 import resource
 import select
 import signal
+import struct
 import sys
 import time
 
@@ -268,28 +269,64 @@ def child_fds(plan: dict) -> tuple[int, int]:
     return ends
 
 
-def collect(r: int, pid: int, deadline: float, max_payload: int):
-    """Read the child's result frame, then end and reap the child.
+class Usage:
+    """The parts of a ``struct rusage`` (as the template's ``wait4`` wrote it) that are used."""
 
-    Reads straight into buffers sized from the header (no intermediate ``bytes`` to linger in
-    freed memory). Returns ``(kind, code, payload bytearray or None, outcome, status, rusage)``.
+    def __init__(self, raw: bytes):
+        us, uu, ss, su, maxrss = _RUSAGE.unpack_from(raw)
+        self.ru_utime, self.ru_stime, self.ru_maxrss = us + uu / 1e6, ss + su / 1e6, maxrss
+
+
+_RUSAGE = struct.Struct("<qqqqq")  # ru_utime, ru_stime (timevals), ru_maxrss (x86_64, arm64)
+_PID = struct.Struct("<i")
+STATUS_BYTES = 4 + 4 + 144  # the pid, then the wait status and the struct rusage
+
+
+def _drain(fd: int) -> bytes:
+    """Everything waiting in a non-blocking pipe (a dead child's leftovers)."""
+    parts = []
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def collect(io: dict, pid: int, deadline: float, max_payload: int):
+    """Read the child's result frame from the result pipe until it is whole, the child has
+    died (the template says so on the status pipe) or the deadline; then end the child and
+    read its wait status and resource usage from the template.
+
+    Reads straight into buffers sized from the header. Returns ``(kind, code, payload
+    bytearray or None, outcome, status, rusage)``.
     """
+    r, st_r = io["res_r"], io["st_r"]
     head = bytearray(_wire.RESULT.size)
     view, got, payload = memoryview(head), 0, None
     kind = code = None
     poller = select.poll()
     poller.register(r, select.POLLIN)
-    outcome = "eof"
-    while True:
+    poller.register(st_r, select.POLLIN)
+    outcome = None
+    while outcome is None:
         left = deadline - time.monotonic()
         if left <= 0:
             outcome = "timeout"
             break
-        if not poller.poll(left * 1000 + 1):
+        events = poller.poll(left * 1000 + 1)
+        if not events:
             continue
-        n = os.readv(r, [view[got:]])
-        if not n:
+        if not any(fd == r for fd, _ in events):
+            outcome = "exited"  # dead, and all it wrote has been read
             break
+        try:
+            n = os.readv(r, [view[got:]])
+        except BlockingIOError:
+            continue
         got += n
         if got < len(view):
             continue
@@ -307,58 +344,46 @@ def collect(r: int, pid: int, deadline: float, max_payload: int):
         view, got = memoryview(payload), 0
         if not size:
             outcome = "done"
-            break
     del view
     if outcome != "done" and payload is not None:
         _wire.wipe(payload)
         payload = None
-    if outcome == "eof":  # the child closed its pipe: give it until the deadline to exit
-        while time.monotonic() < deadline:
-            reaped, status, usage = os.wait4(pid, os.WNOHANG)
-            if reaped:
-                return kind, code, payload, "exited", status, usage
-            time.sleep(0.0005)
-        outcome = "timeout"
-    os.kill(pid, signal.SIGKILL)  # done or not, the child ends now
-    _, status, usage = os.wait4(pid, 0)
-    return kind, code, payload, outcome, status, usage
+    try:
+        os.kill(pid, signal.SIGKILL)  # done or not, the child ends now
+    except ProcessLookupError:
+        pass
+    raw = _wire.read_exact(st_r, STATUS_BYTES - 4)
+    if raw is None:
+        raise EOFError("the template is gone")
+    status = _PID.unpack_from(raw)[0]
+    return kind, code, payload, outcome, status, Usage(raw[4:])
 
 
-def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory_mb: int,
-            resp_fd: int, plan: dict) -> bool:
-    """Fork a child for one request (it reads the request itself), classify, reply.
+def run_one(req_fd: int, header: bytes, timeout_s: float, memory_mb: int, resp_fd: int,
+            plan: dict, io: dict) -> bool:
+    """Have the template fork a child for one request (it reads the request itself), collect,
+    classify, reply.
 
     Returns ``False`` when the request pipe may hold unread bytes of this request (the child
     died before reading it all): the worker must then stop, and the parent starts a new one.
     """
     base_vm, base_rss = plan["base"]
-    # Updated in place (the child gets its own copy through fork). The memory limit is a
-    # budget on top of what the worker already maps; RLIMIT_CPU is only the backstop behind
-    # the wall-clock deadline, should this worker itself stop.
-    plan["cpu_s"] = max(1, math.ceil(timeout_s + 0.5))
-    plan["as_bytes"] = base_vm + memory_mb * MIB
-    r, tr = child_fds(plan)
+    cpu_s = max(1, math.ceil(timeout_s + 0.5))  # what the child sets (the same formula)
     start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            _child.main(req_fd, code_len, table_len, plan)
-        finally:
-            os._exit(1)
-    # As little as possible runs here while the child lives: every page the worker writes now
-    # is copied (it is still shared with the child).
-    os.closerange(3, 5)
+    os.write(io["cmd_w"], header)  # the template forks the child and names it
+    raw = _wire.read_exact(io["st_r"], 4)
+    if raw is None:
+        raise EOFError("the template is gone")
+    pid = _PID.unpack(raw)[0]
     kind, code, payload, outcome, status, usage = collect(
-        r, pid, start + timeout_s, plan["limits"]["max_bytes"] + 64)
-    os.close(r)
-    tags = os.read(tr, 2)  # the child is reaped: all there is, or end of file
-    os.close(tr)
+        io, pid, start + timeout_s, plan["limits"]["max_bytes"] + 64)
+    tags = _drain(io["tag_r"])[:2]  # the child is reaped: all there is
+    _wire.wipe(bytearray(_drain(io["res_r"])))  # anything it wrote beyond its frame
     stage = (0 if tags[:1] != _TAG_READ else 2 if tags == _TAG_READ + _TAG_START else 1)
     wall_us = int((time.monotonic() - start) * 1e6)
     cpu_us = int((usage.ru_utime + usage.ru_stime) * 1e6)
     try:
         if stage == 0:  # it may have read part of the request: the pipe is out of step
-            os.close(req_fd)  # the parent's next write fails at once
             error, message = "crash", "the sandbox child could not read its request"
         elif outcome == "done":
             if kind == _wire.OK and stage == 2:
@@ -373,8 +398,8 @@ def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory
         elif outcome == "malformed" or (outcome == "too_big" and stage < 2):
             error, message = _forged(stage)
         else:
-            error, message = classify(outcome, status, usage, timeout_s, memory_mb, plan,
-                                      base_rss)
+            error, message = classify(outcome, status, usage, timeout_s, memory_mb,
+                                      dict(plan, cpu_s=cpu_s), base_rss)
         # STOP: an error reply after which this worker reads nothing more (the parent restarts
         # it and sends again whatever it had queued behind this request: none of it started)
         _reply(resp_fd, _wire.ERR if stage else _wire.STOP, _wire.CODE[error], wall_us, cpu_us,
@@ -424,53 +449,98 @@ def classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss) -> tu
     return "crash", f"the program exited with status {code} without returning a table"
 
 
-def serve(req_fd: int, resp_fd: int, plan: dict) -> None:
-    """The pristine template's loop: fork one server per request, wait for it, repeat.
+def serve(req_fd: int, resp_fd: int, plan: dict, ready: bytes) -> None:
+    """Fork the pristine template, send ``ready``, then answer requests from the parent until
+    the pipe closes.
 
-    The template never reads a request, an output or a message: the server it forks (a copy of
-    it) reads one request header, forks the run's child from itself at once (``run_one``: so the
-    child is a copy of the template plus that header), collects, replies and exits, taking with
-    it everything the run left in memory. So every run's child starts from the same state,
-    whatever ran before: no earlier table, output or message in its memory, the same heap
-    statistics, the same addresses. With a PID namespace the template also resets the
-    namespace's pid counter before each fork (``ns_last_pid``), so every server and child gets
-    the same pids and a run cannot count the runs before it. Ends when a server reports that
-    the request pipe is closed or out of step (exit status not 0).
+    This process (the *collector*) reads each request header, has the template fork the run's
+    child, collects its result, classifies and replies. The template is forked from it here,
+    before any request: it never reads a request, an output or a message (it gets only each
+    request's 16-byte header, which it hands to the child it forks), so every run's child is a
+    copy of the same state, whatever ran before: no earlier table, output or message in its
+    memory, the same heap statistics, the same addresses. With a PID namespace the template
+    also resets the namespace's pid counter before each fork (``ns_last_pid``), so every child
+    has the same pid and a run cannot count the runs before it. The result and tag pipes are
+    made once and shared by every run (the collector drains them after each): so a run's pipes
+    have the same inode numbers every time, and count nothing made on the host.
     """
     last_pid = plan.pop("last_pid_fd", None)
-    for _ in range(2):  # two empty rounds first: the loop's own first-time allocations are done
-        _fork_server(last_pid, None, None, plan)
-    while _fork_server(last_pid, req_fd, resp_fd, plan):
-        pass
-
-
-def _fork_server(last_pid, req_fd, resp_fd, plan) -> bool:
-    if req_fd is not None:  # wait for a request (or the end of the pipe) without reading it
-        select.select([req_fd], [], [])
+    fds = {}
+    for name in ("res", "tag", "cmd", "st"):
+        rd, wr = os.pipe()
+        fds[name + "_r"], fds[name + "_w"] = _high_fd(rd), _high_fd(wr)
     if last_pid is not None:
-        os.pwrite(last_pid, b"1", 0)  # the server is pid 2, the run's child 3, every time
+        os.pwrite(last_pid, b"1", 0)  # the template is pid 2
     pid = os.fork()
     if pid == 0:
-        ok = False
         try:
-            ok = req_fd is None or serve_one(req_fd, resp_fd, plan)
+            for name in ("res_r", "tag_r", "cmd_w", "st_r"):
+                os.close(fds[name])
+            os.close(resp_fd)
+            template(req_fd, fds, last_pid, plan)
         finally:
-            os._exit(0 if ok else 1)
-    _, status = os.waitpid(pid, 0)
-    return status == 0
-
-
-def serve_one(req_fd: int, resp_fd: int, plan: dict) -> bool:
-    """In the server: one request; ``False`` when the worker must stop."""
+            os._exit(0)
+    for name in ("res_w", "tag_w", "cmd_r", "st_w"):
+        os.close(fds[name])
+    if last_pid is not None:
+        os.close(last_pid)
+    os.set_blocking(fds["res_r"], False)
+    os.set_blocking(fds["tag_r"], False)
+    _wire.write_all(resp_fd, ready)  # only now: the template is there when the parent counts
     header = bytearray(_wire.REQUEST.size)  # sizes and limits only: the child reads the rest
-    if not _wire.read_into(req_fd, header):
-        return False
-    timeout_ms, memory_mb, code_len, table_len = _wire.REQUEST.unpack(header)
-    plan["worker_pid"] = os.getpid()  # the child's parent (for its death-signal check)
     try:
-        return run_one(req_fd, code_len, table_len, timeout_ms / 1000, memory_mb, resp_fd, plan)
-    except BrokenPipeError:
-        return False
+        while _wire.read_into(req_fd, header):
+            timeout_ms, memory_mb, _, _ = _wire.REQUEST.unpack(header)
+            if not run_one(req_fd, bytes(header), timeout_ms / 1000, memory_mb, resp_fd, plan,
+                           fds):
+                return
+    finally:
+        os.close(fds["cmd_w"])  # the template ends
+        os.waitpid(pid, 0)
+
+
+def template(req_fd: int, fds: dict, last_pid, plan: dict) -> None:
+    """The template's loop: per header from the collector, lay out the child's descriptors,
+    reset the pid counter, fork the child, name it, reap it, pass on its wait status and
+    resource usage. Everything per run goes through buffers made before the first run (the
+    status through ``wait4`` into a ctypes buffer, cleared after use), so nothing of one run is
+    left in this process's objects for the next child to find."""
+    import ctypes
+    wait4 = _kernel.libc().wait4
+    header = bytearray(_wire.REQUEST.size)
+    buf = (ctypes.c_char * (STATUS_BYTES + 4))()
+    pid_c = ctypes.c_int.from_buffer(buf, 0)
+    status_p, usage_p = ctypes.byref(buf, 4), ctypes.byref(buf, 8)
+    view = memoryview(buf).cast("B")
+    first, rest = view[:4], view[4:STATUS_BYTES]
+    plan["worker_pid"] = os.getpid()  # the child's parent (for its death-signal check)
+    dev_fd, res_w, tag_w, cmd_r, st_w = (plan["dev_fd"], fds["res_w"], fds["tag_w"],
+                                         fds["cmd_r"], fds["st_w"])
+    for dummy in (True, True, False):  # two empty rounds: the loop's first-time work is done
+        while dummy or _wire.read_into(cmd_r, header):
+            os.close(0)
+            os.open("null", os.O_RDWR, dir_fd=dev_fd)  # this run's own /dev/null: fd 0
+            os.dup2(0, 1)
+            os.dup2(0, 2)
+            os.dup2(res_w, 3)
+            os.dup2(tag_w, 4)
+            if last_pid is not None:
+                os.pwrite(last_pid, b"2", 0)  # the template is pid 2, every child pid 3
+            pid_c.value = os.fork()
+            if pid_c.value == 0:
+                try:
+                    if not dummy:
+                        _child.main_from_header(req_fd, header, plan)
+                finally:
+                    os._exit(0 if dummy else 1)
+            if not dummy:
+                os.write(st_w, first)
+            wait4(pid_c.value, status_p, 0, usage_p)
+            if not dummy:
+                os.write(st_w, rest)
+            ctypes.memset(buf, 0, len(buf))
+            if dummy:
+                break
 
 
 def _last_pid_fd(report: dict) -> int | None:
@@ -481,7 +551,7 @@ def _last_pid_fd(report: dict) -> int | None:
         return None
     try:
         fd = _high_fd(os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY))
-        os.pwrite(fd, b"1", 0)
+        os.pwrite(fd, b"1", 0)  # (the template is forked next: pid 2)
     except OSError as exc:
         report["notes"].append(f"same pids: {exc.strerror}")
         return None
@@ -733,7 +803,7 @@ def main(options: dict) -> None:
     report.pop("root_mounted", None)
     report["notes"] = "; ".join(report["notes"])
     ready = json.dumps(report).encode()
-    _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.READY, 0, 0, 0, len(ready)) + ready)
+    ready = _wire.REPLY.pack(_wire.READY, 0, 0, 0, len(ready)) + ready
     gc.collect()
     gc.freeze()  # a child's garbage collector then never touches (and copies) these pages
     try:  # hand free heap pages back: every page still mapped is copied into each child's tables
@@ -741,7 +811,7 @@ def main(options: dict) -> None:
     except (AttributeError, OSError):
         pass
     try:
-        serve(req_fd, resp_fd, plan)
+        serve(req_fd, resp_fd, plan, ready)
     except BrokenPipeError:
         pass
     os._exit(0)  # nothing to flush or finalise
