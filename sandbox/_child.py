@@ -1,7 +1,9 @@
 """What happens inside the short-lived child forked for one run: confine, run, report.
 
-``main`` first reads the run's request (code and table) from the request pipe itself, so the
-worker never holds it, and writes the tag ``R`` to fd 4. ``confine`` then applies, in this order,
+``main_from_header`` computes the run's limits from its request header (the worker's template
+hands the header over and never parses it), then ``main`` reads the run's request (code and
+table) from the request pipe itself, so the worker never holds it, and writes the tag ``R`` to
+fd 4. ``confine`` then applies, in this order,
 each kernel protection the worker's plan enables: close every inherited descriptor above 4 (the
 worker has already put a ``/dev/null`` of this run's own on 0-2, the result pipe on 3 and the tag
 pipe on 4); drop to an unprivileged uid/gid with no supplementary groups (which also makes the

@@ -20,15 +20,16 @@ of any folder of the parent's. It then:
    lazy initialisation happens here and not in every child, and overwrites every copy of a
    host path in its memory (``scrub``, which also resets the cached hashes of the strings it
    rewrote); nothing is read from the host's procfs after that but page counts (``statm``);
-4. becomes the pristine *template*: for each request it waits until the request pipe is
-   readable (without reading), resets its PID namespace's pid counter (``ns_last_pid``) and
-   forks a *server*, then waits for the server to exit. The server reads one request header
-   (sizes and limits only), lays out the child's descriptors (``child_fds``), forks the run's
-   child (``_child.main``, which reads the code and table itself), reads its result frame
-   until the wall-clock deadline, SIGKILLs and reaps it, reads its tags, decides the class,
-   replies and exits. The template never holds a request, an output or a message, so every
-   run's child is a copy of the same state (the template plus its own header), whatever ran
-   before: same pids, same heap statistics, same addresses.
+4. forks the pristine *template* and becomes the *collector*. For each request the collector
+   reads the 16-byte header (sizes and limits only) and hands it to the template, which lays
+   out the child's descriptors (a ``/dev/null`` of its own on 0-2, the shared result pipe on 3
+   and tag pipe on 4), resets its PID namespace's pid counter (``ns_last_pid``), forks the run's
+   child (``_child.main_from_header``, which reads the code and table itself), reaps it and
+   passes its wait status and resource usage back. The collector reads the result frame until
+   the wall-clock deadline, SIGKILLs the child, drains both pipes, reads the tags, decides the
+   class and replies. The template never holds a request, an output or a message (only the
+   header, in a buffer it overwrites), so every run's child is a copy of the same state,
+   whatever ran before: same pids, same heap statistics, same addresses, same pipe inodes.
 
 Not covered: a worker that is itself stuck (the parent's grace deadline catches that) and
 systems without ``fork`` and ``/proc`` (Linux only).
@@ -102,6 +103,10 @@ def enter_namespaces(report: dict, req_fd: int, resp_fd: int) -> None:
             except OSError as exc:
                 report[name] = False
                 report["notes"].append(f"{name}: {exc.strerror}")
+    if report["uts_namespace"]:  # the copy of the host's names it starts with: neutral ones
+        lib = _kernel.libc()
+        if lib.sethostname(b"sandbox", 7) or lib.setdomainname(b"(none)", 6):
+            report["notes"].append("uts names: could not be set")
     report["root_mounted"] = False
     if report["mount_namespace"]:
         try:  # nothing mounted here may leak back, then an empty read-only root for children
