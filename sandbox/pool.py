@@ -1,7 +1,7 @@
 """``Sandbox``: a pool of worker processes that run untrusted ``transform(table)`` programs.
 
-Each run gets a fresh child forked, through a per-run server, from a pristine worker template
-(see ``zygote.py`` for the worker, ``_child.py`` for the protections). The parent sends each
+Each run gets a fresh child forked from a pristine template inside its worker (see
+``zygote.py`` for the worker, ``_child.py`` for the protections). The parent sends each
 request as one length-prefixed frame (and queues one more small one behind each running request,
 so a worker never waits for the parent between runs), waits on all workers with ``poll``, and
 decodes every output itself (``result.decode_output``: a structural pre-check first, the garbage
@@ -211,8 +211,9 @@ class Sandbox:
         children from), two without that namespace.
         For leak checks and monitoring; Linux only.
         """
-        # A server that has just sent its reply may not have exited yet (a moment later it
-        # has): wait up to a second for the count a quiet pool has, then report what is there.
+        # Right after a restart the new worker's template may not be forked yet, and a child
+        # killed a moment ago may not be reaped yet: wait up to a second for the count a quiet
+        # pool has, then report what is there.
         quiet = len(self.worker_pids()) * (3 if self.protections().get("pid_namespace") else 2)
         deadline = time.monotonic() + 1.0
         while True:

@@ -4,7 +4,7 @@ and no sandbox may break another.
 R1. no output is refused for its batch's sake: legal big outputs never cost a neighbour its
     correct answer (the per-call output budget is gone; budgets are per run);
 R2. stalls are judged by progress: a finished big reply is never reported ``timeout`` because
-    the parent was away (a consumer sleeping inside ``iter_many``);
+    the parent was away (a consumer sleeping inside ``iter_many``, a thread holding the GIL);
 R3. no state crosses runs: what a child can observe (pids, heap statistics, allocation counts,
     addresses) is the same as a worker's first run and after any other run, and other
     processes' CPU clocks (negative clock ids) are refused;
@@ -67,7 +67,7 @@ def test_r1_big_legal_outputs_never_cost_a_neighbour_its_answer():
 
 # ----------------------------------------------------------------------------- R2: stalls
 
-MB = 'def transform(t):\n    return [[t[0][0] * 100000] * 10]\n'
+MB = 'def transform(t):\n    return [[t[0][0] * 100000] * 40]\n'  # 4 MB
 
 
 def test_r2_a_consumer_asleep_in_iter_many_does_not_turn_finished_replies_into_timeouts():
@@ -81,7 +81,25 @@ def test_r2_a_consumer_asleep_in_iter_many_does_not_turn_finished_replies_into_t
                 time.sleep(3.6)  # past every run's deadline + grace: the others wait in pipes
         restarts = box.restarts
     wrong = {i: (r.error, r.message) for i, r in got.items()
-             if r.output != [[items[i][1][0][0] * 100000] * 10]}
+             if r.output != [[items[i][1][0][0] * 100000] * 40]}
+    assert not wrong and restarts == 0, (wrong, restarts)
+
+
+def test_r2_a_thread_holding_the_gil_does_not_turn_finished_replies_into_timeouts():
+    import ctypes
+    import threading
+    hold = ctypes.PyDLL(None).usleep  # a C call that keeps the GIL (PyDLL does not release it)
+    hold.argtypes = [ctypes.c_uint]
+    items = [(MB, [[c]]) for c in "abcdef"]
+    with Sandbox(workers=3) as box:
+        box.run(ECHO, [["a"]])
+        timer = threading.Timer(0.2, hold, (3_600_000,))
+        timer.start()
+        results = box.run_many(items, timeout_s=0.3)
+        timer.join()
+        restarts = box.restarts
+    wrong = {i: (r.error, r.message) for i, r in enumerate(results)
+             if r.output != [[items[i][1][0][0] * 100000] * 40]}
     assert not wrong and restarts == 0, (wrong, restarts)
 
 
