@@ -353,10 +353,15 @@ def collect(io: dict, pid: int, deadline: float, max_payload: int):
     if outcome != "done" and payload is not None:
         _wire.wipe(payload)
         payload = None
-    try:
-        os.kill(pid, signal.SIGKILL)  # done or not, the child ends now
-    except ProcessLookupError:
-        pass
+    # Done or not, the child ends now; unless the template has already reaped it (its status
+    # is waiting): then the pid may be free again, and is not signalled.
+    done_poll = select.poll()
+    done_poll.register(st_r, select.POLLIN)
+    if outcome != "exited" and not done_poll.poll(0):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     raw = _wire.read_exact(st_r, STATUS_BYTES - 4)
     if raw is None:
         raise EOFError("the template is gone")
