@@ -496,6 +496,8 @@ def serve(req_fd: int, resp_fd: int, plan: dict, ready: bytes) -> None:
         os.close(last_pid)
     os.set_blocking(fds["res_r"], False)
     os.set_blocking(fds["tag_r"], False)
+    if _wire.read_exact(fds["st_r"], 1) != b"T":
+        raise EOFError("the template did not start")
     _wire.write_all(resp_fd, ready)  # only now: the template is there when the parent counts
     header = bytearray(_wire.REQUEST.size)  # sizes and limits only: the child reads the rest
     try:
@@ -526,31 +528,35 @@ def template(req_fd: int, fds: dict, last_pid, plan: dict) -> None:
     plan["worker_pid"] = os.getpid()  # the child's parent (for its death-signal check)
     dev_fd, res_w, tag_w, cmd_r, st_w = (plan["dev_fd"], fds["res_w"], fds["tag_w"],
                                          fds["cmd_r"], fds["st_w"])
-    for dummy in (True, True, False):  # two empty rounds: the loop's first-time work is done
-        while dummy or _wire.read_into(cmd_r, header):
-            os.close(0)
-            os.open("null", os.O_RDWR, dir_fd=dev_fd)  # this run's own /dev/null: fd 0
-            os.dup2(0, 1)
-            os.dup2(0, 2)
-            os.dup2(res_w, 3)
-            os.dup2(tag_w, 4)
-            if last_pid is not None:
-                os.pwrite(last_pid, b"2", 0)  # the template is pid 2, every child pid 3
-            pid_c.value = os.fork()
-            if pid_c.value == 0:
-                try:
-                    if not dummy:
-                        _child.main_from_header(req_fd, header, plan)
-                finally:
-                    os._exit(0 if dummy else 1)
-            if not dummy:
-                os.write(st_w, first)
-            wait4(pid_c.value, status_p, 0, usage_p)
-            if not dummy:
-                os.write(st_w, rest)
-            ctypes.memset(buf, 0, len(buf))
-            if dummy:
-                break
+
+    def spawn(dummy: bool) -> None:
+        os.close(0)
+        os.open("null", os.O_RDWR, dir_fd=dev_fd)  # this run's own /dev/null: fd 0
+        os.dup2(0, 1)
+        os.dup2(0, 2)
+        os.dup2(res_w, 3)
+        os.dup2(tag_w, 4)
+        if last_pid is not None:
+            os.pwrite(last_pid, b"2", 0)  # the template is pid 2, every child pid 3
+        pid_c.value = os.fork()
+        if pid_c.value == 0:
+            try:
+                if not dummy:
+                    _child.main_from_header(req_fd, header, plan)
+            finally:
+                os._exit(0 if dummy else 1)
+        if not dummy:
+            os.write(st_w, first)
+        wait4(pid_c.value, status_p, 0, usage_p)
+        if not dummy:
+            os.write(st_w, rest)
+        ctypes.memset(buf, 0, len(buf))
+
+    spawn(True)  # two empty rounds: the loop's first-time work is done before any run
+    spawn(True)
+    os.write(st_w, b"T")  # steady now: the collector may say it is ready
+    while _wire.read_into(cmd_r, header):
+        spawn(False)
 
 
 def _last_pid_fd(report: dict) -> int | None:
