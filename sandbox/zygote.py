@@ -285,6 +285,8 @@ class Usage:
 _RUSAGE = struct.Struct("<qqqqq")  # ru_utime, ru_stime (timevals), ru_maxrss (x86_64, arm64)
 _PID = struct.Struct("<i")
 STATUS_BYTES = 4 + 4 + 144  # the pid, then the wait status and the struct rusage
+EMPTY_HEADER = bytes(_wire.REQUEST.size)  # a warm-up round: the child exits at once
+WARM_UP_ROUNDS = 40
 
 
 def _drain(fd: int) -> bytes:
@@ -496,7 +498,11 @@ def serve(req_fd: int, resp_fd: int, plan: dict, ready: bytes) -> None:
         os.close(last_pid)
     os.set_blocking(fds["res_r"], False)
     os.set_blocking(fds["tag_r"], False)
-    if _wire.read_exact(fds["st_r"], 1) != b"T":
+    # Warm-up rounds, through exactly the path a run takes: the interpreter specialises a
+    # function's bytecode after its first few calls (which changes what a fork copies, down to
+    # reference counts), so the template's loop must be past that before the first run.
+    os.write(fds["cmd_w"], EMPTY_HEADER * WARM_UP_ROUNDS)
+    if _wire.read_exact(fds["st_r"], WARM_UP_ROUNDS * STATUS_BYTES) is None:
         raise EOFError("the template did not start")
     _wire.write_all(resp_fd, ready)  # only now: the template is there when the parent counts
     header = bytearray(_wire.REQUEST.size)  # sizes and limits only: the child reads the rest
@@ -529,7 +535,7 @@ def template(req_fd: int, fds: dict, last_pid, plan: dict) -> None:
     dev_fd, res_w, tag_w, cmd_r, st_w = (plan["dev_fd"], fds["res_w"], fds["tag_w"],
                                          fds["cmd_r"], fds["st_w"])
 
-    def spawn(dummy: bool) -> None:
+    while _wire.read_into(cmd_r, header):
         os.close(0)
         os.open("null", os.O_RDWR, dir_fd=dev_fd)  # this run's own /dev/null: fd 0
         os.dup2(0, 1)
@@ -541,22 +547,14 @@ def template(req_fd: int, fds: dict, last_pid, plan: dict) -> None:
         pid_c.value = os.fork()
         if pid_c.value == 0:
             try:
-                if not dummy:
+                if header != EMPTY_HEADER:  # (an empty one: a warm-up round)
                     _child.main_from_header(req_fd, header, plan)
             finally:
-                os._exit(0 if dummy else 1)
-        if not dummy:
-            os.write(st_w, first)
+                os._exit(0 if header == EMPTY_HEADER else 1)
+        os.write(st_w, first)
         wait4(pid_c.value, status_p, 0, usage_p)
-        if not dummy:
-            os.write(st_w, rest)
+        os.write(st_w, rest)
         ctypes.memset(buf, 0, len(buf))
-
-    spawn(True)  # two empty rounds: the loop's first-time work is done before any run
-    spawn(True)
-    os.write(st_w, b"T")  # steady now: the collector may say it is ready
-    while _wire.read_into(cmd_r, header):
-        spawn(False)
 
 
 def _last_pid_fd(report: dict) -> int | None:
