@@ -23,7 +23,6 @@ kernel-level and harness-level limits are what is tested.
 """
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
