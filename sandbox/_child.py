@@ -1,7 +1,9 @@
 """What happens inside the short-lived child forked for one run: confine, run, report.
 
-``main`` first reads the run's request (code and table) from the request pipe itself, so the
-worker never holds it, and writes the tag ``R`` to fd 4. ``confine`` then applies, in this order,
+``main_from_header`` computes the run's limits from its request header (the worker's template
+hands the header over and never parses it), then ``main`` reads the run's request (code and
+table) from the request pipe itself, so the worker never holds it, and writes the tag ``R`` to
+fd 4. ``confine`` then applies, in this order,
 each kernel protection the worker's plan enables: close every inherited descriptor above 4 (the
 worker has already put a ``/dev/null`` of this run's own on 0-2, the result pipe on 3 and the tag
 pipe on 4); drop to an unprivileged uid/gid with no supplementary groups (which also makes the
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import math
 import os
 import random
 import resource
@@ -128,15 +131,77 @@ _BUILTIN_EXC = {v for v in vars(builtins).values()
                 if isinstance(v, type) and issubclass(v, BaseException)}
 
 
-def describe(exc: BaseException) -> str:
-    """``"IndexError: list index out of range (line 7)"``, computed defensively."""
-    name = _tname(exc)
-    text = ""
+def _member(cls, name, exc):
+    """``exc.name`` read through ``cls``'s own descriptor (no program code runs), or ``None``
+    when it is not of a type whose ``str``/``repr`` is plain (``_SAFE_ARGS``, exact types)."""
     try:
-        args = BaseException.args.__get__(exc)
-        if all(type(a) in _SAFE_ARGS for a in args):
-            safe_str = str if type(exc) in _BUILTIN_EXC else BaseException.__str__
-            text = _wire.cut(safe_str(exc)[:1000], 220)  # room left for the line number
+        value = cls.__dict__[name].__get__(exc)
+    except Exception:
+        return None
+    return value if type(value) in _SAFE_ARGS else None
+
+
+def _plain(value) -> str:
+    """``str`` of a value of an exact ``_SAFE_ARGS`` type: no program code can run."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is bool:
+        return "True" if value else "False"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float:
+        return float.__repr__(value)
+    if kind is bytes:
+        return bytes.__repr__(value)
+    return "None"
+
+
+def _exc_text(exc: BaseException) -> str:
+    """What ``str(exc)`` would say, built only from values of plain types: never a call of
+    the exception's own ``__str__`` (builtin ones format ``OSError.filename``,
+    ``SyntaxError.msg``, ``UnicodeError.reason`` ..., which a program can set to any object,
+    and then ``str()``/``repr()`` run its code)."""
+    args = BaseException.args.__get__(exc)
+    if not all(type(a) in _SAFE_ARGS for a in args):
+        return ""
+    cls = type(exc)
+    if cls in _BUILTIN_EXC:
+        if issubclass(cls, OSError):
+            errno_, strerror = _member(OSError, "errno", exc), _member(OSError, "strerror", exc)
+            if errno_ is not None and strerror is not None:
+                text = f"[Errno {_plain(errno_)}] {_plain(strerror)}"
+                name = _member(OSError, "filename", exc)
+                if name is not None:
+                    text += f": {name!r}" if type(name) in (str, bytes) else f": {_plain(name)}"
+                return text
+        elif issubclass(cls, SyntaxError):
+            msg = _member(SyntaxError, "msg", exc)
+            return "" if msg is None else _plain(msg)
+        elif issubclass(cls, KeyError) and len(args) == 1:
+            return repr(args[0]) if type(args[0]) in (str, bytes) else _plain(args[0])
+        elif issubclass(cls, ImportError):
+            msg = _member(ImportError, "msg", exc)
+            if msg is not None:
+                return _plain(msg)
+        elif issubclass(cls, UnicodeError) and len(args) == 5:
+            reason = _member(UnicodeError, "reason", exc)
+            encoding = _member(UnicodeError, "encoding", exc)
+            return "" if reason is None else (
+                f"{_plain(encoding)!r} codec: {_plain(reason)}" if encoding is not None
+                else _plain(reason))
+    if len(args) == 1:
+        return _plain(args[0])
+    return "(" + ", ".join(repr(a) if type(a) in (str, bytes) else _plain(a)
+                           for a in args) + ")" if args else ""
+
+
+def describe(exc: BaseException) -> str:
+    """``"IndexError: list index out of range (line 7)"``, computed defensively: the message
+    is made only of values of plain types (``_exc_text``), so no code the program wrote runs."""
+    name = _tname(exc)
+    try:
+        text = _wire.cut(_exc_text(exc)[:1000], 220)  # room left for the line number
     except Exception:
         text = ""
     line = None
@@ -242,6 +307,15 @@ def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True
 def _msg(text: str) -> bytes:
     """UTF-8 whatever the text holds (a lone surrogate in a message becomes ``\\udc80``)."""
     return text.encode("utf-8", "backslashreplace")
+
+
+def main_from_header(req_fd: int, header, plan: dict) -> None:
+    """The child's life from its request header (which the template handed over): the limits
+    that depend on the request are computed here, in the child, never in the template."""
+    timeout_ms, memory_mb, code_len, table_len = _wire.REQUEST.unpack(header)
+    plan["cpu_s"] = max(1, math.ceil(timeout_ms / 1000 + 0.5))  # the backstop behind the kill
+    plan["as_bytes"] = plan["base"][0] + memory_mb * (1 << 20)  # on top of the worker's own
+    main(req_fd, code_len, table_len, plan)
 
 
 def main(req_fd: int, code_len: int, table_len: int, plan: dict) -> None:

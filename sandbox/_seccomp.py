@@ -7,7 +7,8 @@ that reaches a denied call gets an ordinary ``OSError`` instead of a dead proces
 particular it denies: opening files, sockets, ``fork``/``clone`` (no processes, no threads),
 ``execve``, ``kill`` and friends, ``ptrace``, ``setsid``/``setpgid``, mounts, namespaces,
 ``prctl``, ``bpf``, ``io_uring``, ``ioctl``, ``flock`` and the x32 ABI; ``mmap``/``mprotect``
-may not ask for executable memory, and ``fcntl`` is limited to commands that change nothing
+may not ask for executable memory, the clock calls take only clock ids >= 0 (a negative one
+names another process's CPU clock: ``EINVAL``), and ``fcntl`` is limited to commands that change nothing
 shared (``FCNTL_ALLOWED``: no locks, no changes to an open file description). The architecture is checked first, and a foreign one kills the process.
 
 Not covered: other architectures (``build()`` returns ``None``, and the sandbox reports
@@ -51,13 +52,16 @@ X86_64_ALLOW = {
     "nanosleep": 35, "getpid": 39, "exit": 60, "gettimeofday": 96,
     "getrusage": 98, "times": 100, "getuid": 102, "getgid": 104, "geteuid": 107,
     "getegid": 108, "getppid": 110, "sigaltstack": 131, "gettid": 186, "time": 201,
-    "futex": 202, "sched_getaffinity": 204, "restart_syscall": 219, "clock_gettime": 228,
-    "clock_getres": 229, "clock_nanosleep": 230, "exit_group": 231, "newfstatat": 262,
+    "futex": 202, "sched_getaffinity": 204, "restart_syscall": 219,
+    "exit_group": 231, "newfstatat": 262,
     "pselect6": 270, "ppoll": 271, "getrandom": 318, "statx": 332, "rseq": 334,
 }
 X86_64_NO_EXEC = {"mmap": 9, "mprotect": 10}  # allowed unless PROT_EXEC is asked for
 X86_64_OPEN = {"open": 2, "creat": 85, "openat": 257, "openat2": 437}  # -> EACCES
 X86_64_FCNTL = 72  # allowed only for the commands below
+# Allowed only for clock ids >= 0: a negative id names another process's or thread's CPU clock
+# (``~pid << 3 | type``), e.g. the worker's, whose CPU time counts the runs before this one.
+X86_64_CLOCK = {"clock_gettime": 228, "clock_getres": 229, "clock_nanosleep": 230}
 
 # fcntl commands that change nothing another process can see: they read, or they change this
 # process's own descriptor table (FD_CLOEXEC, duplicates, which RLIMIT_NOFILE already caps).
@@ -94,10 +98,15 @@ def instructions() -> list[tuple[int, int, int, int]] | None:
     for nr in sorted(X86_64_NO_EXEC.values()):
         prog.append([JEQ_K, "noexec", 0, nr])
     prog.append([JEQ_K, "fcntl", 0, X86_64_FCNTL])
+    for nr in sorted(X86_64_CLOCK.values()):
+        prog.append([JEQ_K, "clock", 0, nr])
     labels = {"deny": len(prog)}  # the default: every syscall not matched above
     prog.append([RET_K, 0, 0, deny])
     labels["noexec"] = len(prog)  # BPF jumps only forward, so these blocks sit mid-program
     prog += [[LD_ABS_W, 0, 0, _arg_lo(2)], [JSET_K, 0, "allow", PROT_EXEC], [RET_K, 0, 0, deny]]
+    labels["clock"] = len(prog)  # clockid_t is an int: its sign is the low word's top bit
+    prog += [[LD_ABS_W, 0, 0, _arg_lo(0)], [JSET_K, 0, "allow", 0x80000000],
+             [RET_K, 0, 0, RET_ERRNO | errno.EINVAL]]
     labels["fcntl"] = len(prog)  # the command is an unsigned int: its low word is all of it
     prog.append([LD_ABS_W, 0, 0, _arg_lo(1)])
     for cmd in sorted(FCNTL_ALLOWED.values()):

@@ -28,9 +28,22 @@ MODULES = ("_wire", "_kernel", "_seccomp", "policy", "_child", "zygote")  # depe
 # modules and the options arrive through the request pipe as one frame (4-byte length, then
 # zlib-compressed JSON ``{"modules": [[name, source], ...], "options": {...}}``), and are
 # compiled under ``<sandbox>/NAME.py`` names: the worker never learns where the project lives.
+# The worker first starts itself again with address-space randomisation off (``personality``,
+# ADDR_NO_RANDOMIZE; the request pipe is untouched by the exec), so every worker, and so every
+# run's child, has the same address layout: a run's allocation counts and addresses then do not
+# depend on which worker it lands on. (A run has full FFI through ``ctypes`` anyway: ASLR
+# protects nothing here.) Where the kernel refuses, the worker runs as it is.
 BOOT = """# sandbox worker: zygote.py (how ps and tests tell a worker from other processes)
 def _boot():
     import json, os, sys, types, zlib
+    try:  # the same address layout in every worker: start again with ASLR off, once
+        import ctypes
+        persona = ctypes.CDLL(None).personality
+        now = persona(0xFFFFFFFF)
+        if now != -1 and not now & 0x40000 and persona(now | 0x40000) != -1:
+            os.execv(sys.executable, [sys.executable] + sys.orig_argv[1:])
+    except (ImportError, OSError, AttributeError):
+        pass
     def read(n):
         parts = []
         while n:

@@ -1,15 +1,26 @@
 """``Sandbox``: a pool of worker processes that run untrusted ``transform(table)`` programs.
 
-Each run gets a fresh child forked from a pre-warmed worker (see ``zygote.py`` for the worker,
-``_child.py`` for the protections). The parent sends each request as one length-prefixed frame
-(and queues one more small one behind each running request, so a worker never waits for the
-parent between runs), waits on all workers with ``poll``, decodes every output itself
-(``result.decode_output``: a structural pre-check first, the garbage collector paused, and a
-per-batch budget of output bytes), and enforces a grace deadline of its own: a worker that has
-not replied ``GRACE_S`` after a run's timeout, and has nothing waiting in its pipe, is killed
-with its whole process group and replaced, and so is one that died. Such runs come back as
-``timeout`` or ``crash``; the program is never run a second time (a request queued behind
-one that failed had not started, and goes to the next worker).
+Each run gets a fresh child forked from a pristine template inside its worker (see
+``zygote.py`` for the worker, ``_child.py`` for the protections). The parent sends each
+request as one length-prefixed frame (and queues one more small one behind each running request,
+so a worker never waits for the parent between runs), waits on all workers with ``poll``, and
+decodes every output itself (``result.decode_output``: a structural pre-check first, the garbage
+collector paused). Every run is judged on its own: nothing another run of the batch did (its
+output's size, its timing) can change a run's result, and no output is ever refused for its
+batch's sake (memory is bounded per run by ``OutputLimits`` and, for the batch, by streaming
+through ``iter_many``).
+
+The parent's own deadline judges stalls by progress: a worker is stalled only once ``GRACE_S``
+have passed since its run's deadline *and* since the last byte the parent read from it, so the
+parent being away (a caller asleep inside ``iter_many``, another thread holding the GIL) never
+turns a finished reply into a ``timeout``. A stalled or dead worker is killed with its whole
+process group and replaced; such runs come back as ``timeout`` or ``crash``; the program is never
+run a second time (a request queued behind one that failed had not started, and goes to the next
+worker).
+
+The ``sandbox-XXXXXXXX`` folder in the temporary directory holds only a lock file, ``flock``-ed
+for the ``Sandbox``'s life; a later ``Sandbox`` removes a folder only when it can take that lock
+(its owner is gone), which holds across pid namespaces. The workers never learn its name.
 
 Not covered: sharing one ``Sandbox`` across processes (use one per process; a ``Sandbox`` used
 after ``fork`` raises), concurrent ``run_many`` calls on one ``Sandbox`` from several threads
@@ -19,6 +30,7 @@ loop (the lock is held until the generator ends).
 from __future__ import annotations
 
 import atexit
+import fcntl
 import gc
 import json
 import os
@@ -42,53 +54,96 @@ MAX_CODE_CHARS = 100_000
 MIN_MEMORY_MB = 16
 
 
-def _start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (/proc), ``None`` if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return int(fh.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
+LOCK_NAME = "lock"
+_OWNED = re.compile(r"sandbox-[A-Za-z0-9_]+$")
 
 
-_OWNED = re.compile(r"sandbox-(\d+)-(\d+)-")
+def _make_folder(tmpdir: str) -> tuple[str, int]:
+    """A fresh ``sandbox-XXXXXXXX`` folder and a descriptor holding the lock inside it.
 
-
-def _folder_prefix() -> str:
-    """``sandbox-PID-START-``: who made the folder, so a later start can tell it is stale."""
-    return f"sandbox-{os.getpid()}-{_start_time(os.getpid()) or 0}-"
-
-
-def _stale_folders(tmpdir: str) -> list[Path]:
-    """Sandbox folders in ``tmpdir`` whose owner process is gone (a parent killed by SIGKILL).
-
-    Only folders named by ``_folder_prefix`` and owned by this user count; a pid that now
-    belongs to a process with another start time is gone too. Anything else is left alone.
+    The name says nothing about the owner (no pid). The lock (``flock``, held on an open file
+    description for the ``Sandbox``'s life, released by the kernel when the owner dies however
+    it dies) is made under a temporary name and renamed into place only once it is held, so a
+    folder that has a ``lock`` file is always either locked by a live owner or stale.
     """
-    stale = []
+    folder = tempfile.mkdtemp(prefix="sandbox-", dir=tmpdir)
+    fd = os.open(os.path.join(folder, ".lock-new"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.rename(os.path.join(folder, ".lock-new"), os.path.join(folder, LOCK_NAME))
+    return folder, fd
+
+
+def _lock_if_stale(folder: str) -> int | None:
+    """A descriptor holding ``folder``'s lock if it could be taken (the owner is gone), else
+    ``None``."""
+    try:
+        fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # held: its owner lives
+        os.close(fd)
+        return None
+    return fd
+
+
+def _candidates(tmpdir: str) -> list[str]:
     try:
         entries = list(os.scandir(tmpdir))
     except OSError:
         return []
+    found = []
     for entry in entries:
-        m = _OWNED.match(entry.name)
         try:
-            if not m or not entry.is_dir(follow_symlinks=False) or \
-                    entry.stat(follow_symlinks=False).st_uid != os.geteuid():
-                continue
+            if _OWNED.match(entry.name) and entry.is_dir(follow_symlinks=False) and \
+                    entry.stat(follow_symlinks=False).st_uid == os.geteuid():
+                found.append(entry.path)
         except OSError:
             continue
-        if _start_time(int(m.group(1))) != int(m.group(2)):
-            stale.append(Path(entry.path))
+    return found
+
+
+def _stale_folders(tmpdir: str) -> list[Path]:
+    """Sandbox folders in ``tmpdir`` whose owner is gone (a parent killed by SIGKILL).
+
+    A folder is stale only if the ``flock`` on its ``lock`` file can be taken: the owner holds
+    it for its whole life, and the kernel drops it when the owner dies, however it dies. A lock
+    lives on the file, not on a pid, so a toolkit in another pid namespace that shares this
+    temporary directory never takes a live folder for a stale one. Only folders named
+    ``sandbox-*`` and owned by this user count; one without a lock file (being made right now,
+    or made by something else) is left alone, and so is anything else.
+    """
+    stale = []
+    for folder in _candidates(tmpdir):
+        fd = _lock_if_stale(folder)
+        if fd is not None:
+            os.close(fd)
+            stale.append(Path(folder))
     return stale
 
 
-def _cleanup(workers: list, tmp: str, owner: int) -> None:
+def _remove_stale(tmpdir: str) -> None:
+    """Remove every stale folder, holding its lock while it goes."""
+    for folder in _candidates(tmpdir):
+        fd = _lock_if_stale(folder)
+        if fd is not None:
+            try:
+                shutil.rmtree(folder, ignore_errors=True)
+            finally:
+                os.close(fd)
+
+
+def _cleanup(workers: list, tmp: str, owner: int, lock_fd: int) -> None:
     if os.getpid() != owner:  # a forked copy of the owner exiting: the workers are not ours
         return
     for worker in workers:
         worker.kill(grace_s=1.0)
     shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        os.close(lock_fd)
+    except OSError:
+        pass
 
 
 class Sandbox:
@@ -106,13 +161,15 @@ class Sandbox:
         self.start_timeout_s = start_timeout_s
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        for path in _stale_folders(tempfile.gettempdir()):
-            shutil.rmtree(path, ignore_errors=True)
-        self._tmp = tempfile.mkdtemp(prefix=_folder_prefix())
+        _remove_stale(tempfile.gettempdir())
+        self._tmp, self._lock_fd = _make_folder(tempfile.gettempdir())
         options = {"limits": limits.as_dict(), "ast_check": ast_check}
-        self._workers = [Worker(options, self._tmp) for _ in range(workers)]
+        # The workers start in "/": they never learn the name of this folder (or of the
+        # temporary directory it is in); see zygote.py.
+        self._workers = [Worker(options, "/") for _ in range(workers)]
         self.restarts = 0  # workers replaced after dying or stalling
-        self._finalizer = weakref.finalize(self, _cleanup, self._workers, self._tmp, self._pid)
+        self._finalizer = weakref.finalize(self, _cleanup, self._workers, self._tmp, self._pid,
+                                           self._lock_fd)
         try:
             for worker in self._workers:
                 worker.spawn()
@@ -150,9 +207,22 @@ class Sandbox:
         """Processes, threads, open descriptors and resident KiB of everything the workers run.
 
         Counts every process in the workers' process groups, from /proc; between runs that is
-        two per worker (the worker and its PID-namespace copy, or one without that namespace).
+        three per worker (the worker, its PID-namespace copy and the template it forks run
+        children from), two without that namespace.
         For leak checks and monitoring; Linux only.
         """
+        # Right after a restart the new worker's template may not be forked yet, and a child
+        # killed a moment ago may not be reaped yet: wait up to a second for the count a quiet
+        # pool has, then report what is there.
+        quiet = len(self.worker_pids()) * (3 if self.protections().get("pid_namespace") else 2)
+        deadline = time.monotonic() + 1.0
+        while True:
+            total = self._census_once()
+            if total["processes"] <= quiet or time.monotonic() > deadline:
+                return total
+            time.sleep(0.005)
+
+    def _census_once(self) -> dict[str, int]:
         groups = set(self.worker_pids())
         total = {"processes": 0, "threads": 0, "fds": 0, "rss_kb": 0}
         for entry in os.listdir("/proc"):
@@ -197,9 +267,10 @@ class Sandbox:
         """Like ``run_many``, but yields ``(index, RunResult)`` as each run ends (any order).
 
         For a grader that looks at each output once: nothing is held here after it is
-        yielded, so the parent's memory is one output per worker, not the batch's. The
-        batch budget (``OutputLimits.max_batch_bytes``) counts per call. Closing the generator
-        early kills the workers still running (their replies would be out of step).
+        yielded, so the parent's memory is one output per worker, not the batch's. The time
+        the caller spends between results never counts against a worker (stalls are judged
+        by progress). Closing the generator early kills the workers still running (their
+        replies would be out of step).
         """
         if not 0 < timeout_s <= 3600:
             raise ValueError("timeout_s must be in (0, 3600]")
@@ -231,7 +302,10 @@ class Sandbox:
         # worker -> its requests in flight, oldest first: [index, start]; the start of the one
         # queued behind is None until the reply before it arrives (the worker then starts it)
         busy: dict[Worker, deque] = {}
-        budget = [self.limits.max_batch_bytes]
+        # worker -> when the parent last saw progress from it (a byte read, or the start of
+        # its current run): a worker is stalled only when no byte has come for GRACE_S after
+        # its run's deadline, counted from when the parent last looked (see _step)
+        seen: dict[Worker, float] = {}
         try:
             while queue or busy:
                 # The garbage collector stays off while the parent reads and decodes: a
@@ -240,7 +314,7 @@ class Sandbox:
                 enabled = gc.isenabled()
                 gc.disable()
                 try:
-                    done = self._step(queue, idle, busy, requests, timeout_s, budget)
+                    done = self._step(queue, idle, busy, requests, timeout_s, seen)
                 finally:
                     if enabled:
                         gc.enable()
@@ -249,13 +323,14 @@ class Sandbox:
             for worker in busy:  # only on an exception or an abandoned generator: a late
                 worker.kill()    # reply would be taken for the answer to the next request
 
-    def _step(self, queue, idle, busy, requests, timeout_s, budget) -> list:
+    def _step(self, queue, idle, busy, requests, timeout_s, seen) -> list:
         """Dispatch, wait for replies until the first deadline, handle what came."""
         done = []
         while queue and idle:
             worker, i = idle.pop(), queue.popleft()
             self._send(worker, requests[i])
             busy[worker] = deque([[i, time.monotonic()]])
+            seen[worker] = busy[worker][0][1]
         # One more small request queued behind each running one: the worker starts it the
         # moment it has replied, without waiting for the parent to read the reply.
         for worker, flight in busy.items():
@@ -268,38 +343,47 @@ class Sandbox:
                 except OSError:  # it died: its pipe says so in a moment
                     continue
                 flight.append([queue.popleft(), None])
+        # Stalls are judged by progress: a worker is stalled only once GRACE_S have passed since
+        # its run's deadline *and* since the last byte the parent saw from it. The parent's own
+        # absence (a caller sleeping inside ``iter_many``, a thread holding the GIL, a long
+        # decode) never counts against a worker: whatever it finds waiting when it comes back
+        # is progress, and a big reply that had filled the pipe gets GRACE_S more for the rest.
+        def expiry(worker):
+            return max(busy[worker][0][1] + timeout_s, seen[worker]) + GRACE_S
+
         by_fd = {w.rfd: w for w in busy}
-        first = min(flight[0][1] for flight in busy.values())
-        wait_s = max(0.0, first + timeout_s + GRACE_S - time.monotonic())
+        wait_s = max(0.0, min(expiry(w) for w in busy) - time.monotonic())
         poller = select.poll()  # not select(): the caller may hold fds above 1024
         for fd in by_fd:
             poller.register(fd, select.POLLIN)
         for fd, _ in poller.poll(wait_s * 1000):
-            self._take(by_fd[fd], busy, idle, queue, requests, done, budget)
+            self._take(by_fd[fd], busy, idle, queue, requests, done, seen)
         now = time.monotonic()
         for worker, flight in list(busy.items()):
-            i, start = flight[0]
-            if now <= start + timeout_s + GRACE_S:
+            if now <= expiry(worker):
                 continue
-            # Stalled only if nothing is waiting in its pipe right now (a zero-timeout poll):
-            # the parent may have been busy while a reply arrived.
+            # One more look right now (the parent may have been away since the poll): a byte
+            # waiting is progress, and the worker gets GRACE_S more from now.
             poller = select.poll()
             poller.register(worker.rfd, select.POLLIN)
             if poller.poll(0):
-                self._take(worker, busy, idle, queue, requests, done, budget)
-                continue  # a reply, or part of one: it is not stalled
+                self._take(worker, busy, idle, queue, requests, done, seen)
+                continue
             self._retire(worker, busy, idle, queue, requests, done, _failure(
                 "timeout", f"transform did not finish within {timeout_s:g} s (the worker was "
-                "restarted)", start))
+                "restarted)", flight[0][1]))
         return done
 
-    def _take(self, worker: Worker, busy, idle, queue, requests, done, budget) -> None:
+    def _take(self, worker: Worker, busy, idle, queue, requests, done, seen) -> None:
         """Read what ``worker`` has sent and handle every whole reply in it."""
         flight = busy[worker]
         while flight:
             i, start = flight[0]
             try:
+                got = len(worker.buf)
                 reply = worker.feed()
+                if reply is not None or len(worker.buf) != got:
+                    seen[worker] = time.monotonic()  # progress: bytes came
             except EOFError:
                 self._retire(worker, busy, idle, queue, requests, done, _failure(
                     "crash", "the sandbox worker died during the run and was restarted", start))
@@ -308,7 +392,7 @@ class Sandbox:
                 return
             flight.popleft()
             requests[i] = None
-            done.append((i, self._result(reply, start, budget)))
+            done.append((i, self._result(reply, start)))
             if reply[0] == _wire.STOP:  # it reads nothing more: what is queued never started
                 self._retire(worker, busy, idle, queue, requests, done, None)
                 return
@@ -349,19 +433,11 @@ class Sandbox:
                 if attempt == 2:
                     raise
 
-    def _result(self, reply, start: float, budget: list) -> RunResult:
+    def _result(self, reply, start: float) -> RunResult:
         kind, code, _wall_us, cpu_us, payload = reply
         wall_ms = (time.monotonic() - start) * 1000
-        if kind == _wire.OK:
-            limits = self.limits
-            charge = max(0, len(payload) - limits.batch_free_bytes)
-            if charge > budget[0]:  # refused before a byte is decoded
-                return RunResult(False, None, "bad_output", _wire.cut(
-                    f"output is {len(payload)} bytes of JSON, and this batch's outputs have "
-                    f"used up their budget of {limits.max_batch_bytes} bytes (run big outputs "
-                    "in a batch of their own)"), wall_ms, cpu_us / 1000)
-            budget[0] -= charge
-            table, why = decode_output(payload, limits)
+        if kind == _wire.OK:  # each output on its own: nothing else in the batch counts
+            table, why = decode_output(payload, self.limits)
             del payload
             if table is not None:
                 return RunResult(True, table, None, "", wall_ms, cpu_us / 1000)

@@ -33,10 +33,9 @@ class OutputLimits:
     max_cols: int = 1_000
     max_cell_chars: int = 100_000
     max_bytes: int = 4 << 20  # of compact UTF-8 JSON
-    # Per ``run_many`` call: output bytes beyond ``batch_free_bytes`` a run are charged to a
-    # budget of ``max_batch_bytes``; once it is spent, a bigger output is ``bad_output`` without
-    # being decoded. Decoding costs the parent CPU and ~12x the bytes in memory, so this bounds
-    # the parent's work per batch; benign outputs (kilobytes) are never charged.
+    # No longer used (issue 27): a per-call budget made one run's result depend on its
+    # neighbours' outputs. Kept so that code constructing ``OutputLimits(max_batch_bytes=...)``
+    # still works; every output is now judged on its own, within the per-run limits above.
     max_batch_bytes: int = 16 << 20
     batch_free_bytes: int = 64 << 10
 

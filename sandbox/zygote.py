@@ -1,27 +1,35 @@
 """The pre-warmed worker process: one per sandbox slot, forking one child per run.
 
-Started by the parent as ``python -s -S -B -c BOOT OPTIONS_JSON`` (``_worker.BOOT`` compiles this
-module and its siblings under ``<sandbox>/`` names) with an environment of its own
-(``LD_BIND_NOW`` and a fixed ``PYTHONHASHSEED``, both removed once read), in a new session, with
-an empty temporary directory as its working directory. It then:
+Started by the parent as ``python -s -S -B -c BOOT`` (``_worker.BOOT`` first starts itself again
+with address-space randomisation off, then compiles this module and its siblings under
+``<sandbox>/`` names) with an environment of its own (``LD_BIND_NOW`` and a fixed
+``PYTHONHASHSEED``, both removed once read), in a new session, in ``/``: it never learns the name
+of any folder of the parent's. It then:
 
 1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never needs the file system,
    and removes every host path from ``sys`` and the modules (``hide_host_paths``);
 2. enters new mount, network, IPC, UTS and PID namespaces where the kernel permits (PID: the
    process forks once, and the copy, pid 1 of the new namespace, serves; when it dies the
-   kernel kills every process left in the namespace), mounts an empty read-only tmpfs over its
-   working directory and ``chroot``s into it, sets no-new-privileges and the resource limits
-   that are the same for every run (all inherited by each child);
+   kernel kills every process left in the namespace), mounts an empty read-only tmpfs over a
+   standard folder (``/tmp``) of its private mount namespace and ``chroot``s into it, sets
+   no-new-privileges and the resource limits that are the same for every run (all inherited
+   by each child);
 3. forks a probe child that applies every per-run protection and runs a self-test program,
    and keeps exactly the protections that worked (``protections()`` reports them; each later
    child must apply all of them or refuse to run), then runs the self-test once itself so
-   lazy initialisation happens here and not in every child;
-4. answers requests from the parent until the request pipe closes: read one request header
-   (sizes and limits only), lay out the child's descriptors (``child_fds``), fork a child
-   (``_child.main``, which reads the code and table itself), read its result frame into a
-   buffer sized from the header until the wall-clock deadline, SIGKILL and reap it, read its
-   tags, decide the class, reply, and overwrite the buffer: when the next child is forked,
-   nothing of an earlier run is left in the worker's memory.
+   lazy initialisation happens here and not in every child, and overwrites every copy of a
+   host path in its memory (``scrub``, which also resets the cached hashes of the strings it
+   rewrote); nothing is read from the host's procfs after that but page counts (``statm``);
+4. forks the pristine *template* and becomes the *collector*. For each request the collector
+   reads the 16-byte header (sizes and limits only) and hands it to the template, which lays
+   out the child's descriptors (a ``/dev/null`` of its own on 0-2, the shared result pipe on 3
+   and tag pipe on 4), resets its PID namespace's pid counter (``ns_last_pid``), forks the run's
+   child (``_child.main_from_header``, which reads the code and table itself), reaps it and
+   passes its wait status and resource usage back. The collector reads the result frame until
+   the wall-clock deadline, SIGKILLs the child, drains both pipes, reads the tags, decides the
+   class and replies. The template never holds a request, an output or a message (only the
+   header, in a buffer it overwrites), so every run's child is a copy of the same state,
+   whatever ran before: same pids, same heap statistics, same addresses, same pipe inodes.
 
 Not covered: a worker that is itself stuck (the parent's grace deadline catches that) and
 systems without ``fork`` and ``/proc`` (Linux only).
@@ -36,6 +44,7 @@ import os
 import resource
 import select
 import signal
+import struct
 import sys
 import time
 
@@ -53,6 +62,9 @@ NOBODY = 65534
 NAMESPACES = {"mount_namespace": _kernel.CLONE_NEWNS, "net_namespace": _kernel.CLONE_NEWNET,
               "ipc_namespace": _kernel.CLONE_NEWIPC, "uts_namespace": _kernel.CLONE_NEWUTS,
               "pid_namespace": _kernel.CLONE_NEWPID}
+# Where the empty root is mounted, in the worker's own mount namespace: a standard folder,
+# so no name of the parent's (its temporary folder, its pid) ever reaches the worker.
+MOUNT_POINTS = ("/tmp", "/mnt", "/var/tmp", "/media", "/srv")
 SELF_TEST = """
 import re, json, datetime, statistics, collections, math, itertools
 def transform(table):
@@ -91,17 +103,24 @@ def enter_namespaces(report: dict, req_fd: int, resp_fd: int) -> None:
             except OSError as exc:
                 report[name] = False
                 report["notes"].append(f"{name}: {exc.strerror}")
+    if report["uts_namespace"]:  # the copy of the host's names it starts with: neutral ones
+        lib = _kernel.libc()
+        if lib.sethostname(b"sandbox", 7) or lib.setdomainname(b"(none)", 6):
+            report["notes"].append("uts names: could not be set")
+    report["root_mounted"] = False
     if report["mount_namespace"]:
         try:  # nothing mounted here may leak back, then an empty read-only root for children
             _kernel.mount(None, "/", None, _kernel.MS_REC | _kernel.MS_PRIVATE)
-            here = os.getcwd()
+            here = next(p for p in MOUNT_POINTS if os.path.isdir(p))
             _kernel.mount("tmpfs", here, "tmpfs", _kernel.MS_RDONLY | _kernel.MS_NOSUID
                           | _kernel.MS_NODEV | _kernel.MS_NOEXEC, "size=4k,mode=0555")
-            # The working directory is still the folder *under* the mount: walk into the mount
-            # by name, so the ``chroot(".")`` that follows makes the empty tmpfs the root.
+            # Walk into the mount by name, so the ``chroot(".")`` that follows makes the empty
+            # tmpfs the root. (A standard folder, and only in this private mount namespace: the
+            # worker never learns the name of any folder of the parent's.)
             os.chdir(here)
-        except OSError as exc:
-            report["notes"].append(f"read-only root: {exc.strerror}")
+            report["root_mounted"] = True
+        except (OSError, StopIteration) as exc:
+            report["notes"].append(f"read-only root: {getattr(exc, 'strerror', 'no folder')}")
     if report["pid_namespace"]:
         pid = os.fork()
         if pid:  # the outer process only waits, so the parent can still kill its group
@@ -112,14 +131,14 @@ def enter_namespaces(report: dict, req_fd: int, resp_fd: int) -> None:
         _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _vm_status(status_fd: int) -> tuple[int, int]:
-    """(VmSize, VmRSS) in bytes, from this process's /proc status file opened before chroot."""
-    fields = {}
-    for line in os.pread(status_fd, 1 << 16, 0).decode().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmSize", "VmRSS"):
-            fields[key] = int(value.split()[0]) * 1024
-    return fields["VmSize"], fields["VmRSS"]
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _vm_status(statm_fd: int) -> tuple[int, int]:
+    """(VmSize, VmRSS) in bytes, from this process's /proc ``statm`` opened before chroot: page
+    counts only (``status`` also names the host pids, which would then lie in freed memory)."""
+    size, resident = os.pread(statm_fd, 256, 0).split()[:2]
+    return int(size) * PAGE, int(resident) * PAGE
 
 
 def probe(plan: dict) -> tuple[dict, str]:
@@ -159,6 +178,8 @@ def confine_worker(report: dict) -> list:
     and its children start there; unprivileged, they cannot leave it.
     """
     try:
+        if not report.get("root_mounted"):  # never chroot into a folder of the host's
+            raise OSError(0, "no empty root was mounted")
         os.chroot(".")
         os.chdir("/")
         report["chroot"] = True
@@ -253,28 +274,66 @@ def child_fds(plan: dict) -> tuple[int, int]:
     return ends
 
 
-def collect(r: int, pid: int, deadline: float, max_payload: int):
-    """Read the child's result frame, then end and reap the child.
+class Usage:
+    """The parts of a ``struct rusage`` (as the template's ``wait4`` wrote it) that are used."""
 
-    Reads straight into buffers sized from the header (no intermediate ``bytes`` to linger in
-    freed memory). Returns ``(kind, code, payload bytearray or None, outcome, status, rusage)``.
+    def __init__(self, raw: bytes):
+        us, uu, ss, su, maxrss = _RUSAGE.unpack_from(raw)
+        self.ru_utime, self.ru_stime, self.ru_maxrss = us + uu / 1e6, ss + su / 1e6, maxrss
+
+
+_RUSAGE = struct.Struct("<qqqqq")  # ru_utime, ru_stime (timevals), ru_maxrss (x86_64, arm64)
+_PID = struct.Struct("<i")
+STATUS_BYTES = 4 + 4 + 144  # the pid, then the wait status and the struct rusage
+EMPTY_HEADER = bytes(_wire.REQUEST.size)  # a warm-up round: the child exits at once
+WARM_UP_ROUNDS = 40
+
+
+def _drain(fd: int) -> bytes:
+    """Everything waiting in a non-blocking pipe (a dead child's leftovers)."""
+    parts = []
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def collect(io: dict, pid: int, deadline: float, max_payload: int):
+    """Read the child's result frame from the result pipe until it is whole, the child has
+    died (the template says so on the status pipe) or the deadline; then end the child and
+    read its wait status and resource usage from the template.
+
+    Reads straight into buffers sized from the header. Returns ``(kind, code, payload
+    bytearray or None, outcome, status, rusage)``.
     """
+    r, st_r = io["res_r"], io["st_r"]
     head = bytearray(_wire.RESULT.size)
     view, got, payload = memoryview(head), 0, None
     kind = code = None
     poller = select.poll()
     poller.register(r, select.POLLIN)
-    outcome = "eof"
-    while True:
+    poller.register(st_r, select.POLLIN)
+    outcome = None
+    while outcome is None:
         left = deadline - time.monotonic()
         if left <= 0:
             outcome = "timeout"
             break
-        if not poller.poll(left * 1000 + 1):
+        events = poller.poll(left * 1000 + 1)
+        if not events:
             continue
-        n = os.readv(r, [view[got:]])
-        if not n:
+        if not any(fd == r for fd, _ in events):
+            outcome = "exited"  # dead, and all it wrote has been read
             break
+        try:
+            n = os.readv(r, [view[got:]])
+        except BlockingIOError:
+            continue
         got += n
         if got < len(view):
             continue
@@ -292,58 +351,51 @@ def collect(r: int, pid: int, deadline: float, max_payload: int):
         view, got = memoryview(payload), 0
         if not size:
             outcome = "done"
-            break
     del view
     if outcome != "done" and payload is not None:
         _wire.wipe(payload)
         payload = None
-    if outcome == "eof":  # the child closed its pipe: give it until the deadline to exit
-        while time.monotonic() < deadline:
-            reaped, status, usage = os.wait4(pid, os.WNOHANG)
-            if reaped:
-                return kind, code, payload, "exited", status, usage
-            time.sleep(0.0005)
-        outcome = "timeout"
-    os.kill(pid, signal.SIGKILL)  # done or not, the child ends now
-    _, status, usage = os.wait4(pid, 0)
-    return kind, code, payload, outcome, status, usage
+    # Done or not, the child ends now; unless the template has already reaped it (its status
+    # is waiting): then the pid may be free again, and is not signalled.
+    done_poll = select.poll()
+    done_poll.register(st_r, select.POLLIN)
+    if outcome != "exited" and not done_poll.poll(0):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    raw = _wire.read_exact(st_r, STATUS_BYTES - 4)
+    if raw is None:
+        raise EOFError("the template is gone")
+    status = _PID.unpack_from(raw)[0]
+    return kind, code, payload, outcome, status, Usage(raw[4:])
 
 
-def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory_mb: int,
-            resp_fd: int, plan: dict) -> bool:
-    """Fork a child for one request (it reads the request itself), classify, reply.
+def run_one(req_fd: int, header: bytes, timeout_s: float, memory_mb: int, resp_fd: int,
+            plan: dict, io: dict) -> bool:
+    """Have the template fork a child for one request (it reads the request itself), collect,
+    classify, reply.
 
     Returns ``False`` when the request pipe may hold unread bytes of this request (the child
     died before reading it all): the worker must then stop, and the parent starts a new one.
     """
     base_vm, base_rss = plan["base"]
-    # Updated in place (the child gets its own copy through fork). The memory limit is a
-    # budget on top of what the worker already maps; RLIMIT_CPU is only the backstop behind
-    # the wall-clock deadline, should this worker itself stop.
-    plan["cpu_s"] = max(1, math.ceil(timeout_s + 0.5))
-    plan["as_bytes"] = base_vm + memory_mb * MIB
-    r, tr = child_fds(plan)
+    cpu_s = max(1, math.ceil(timeout_s + 0.5))  # what the child sets (the same formula)
     start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            _child.main(req_fd, code_len, table_len, plan)
-        finally:
-            os._exit(1)
-    # As little as possible runs here while the child lives: every page the worker writes now
-    # is copied (it is still shared with the child).
-    os.closerange(3, 5)
+    os.write(io["cmd_w"], header)  # the template forks the child and names it
+    raw = _wire.read_exact(io["st_r"], 4)
+    if raw is None:
+        raise EOFError("the template is gone")
+    pid = _PID.unpack(raw)[0]
     kind, code, payload, outcome, status, usage = collect(
-        r, pid, start + timeout_s, plan["limits"]["max_bytes"] + 64)
-    os.close(r)
-    tags = os.read(tr, 2)  # the child is reaped: all there is, or end of file
-    os.close(tr)
+        io, pid, start + timeout_s, plan["limits"]["max_bytes"] + 64)
+    tags = _drain(io["tag_r"])[:2]  # the child is reaped: all there is
+    _wire.wipe(bytearray(_drain(io["res_r"])))  # anything it wrote beyond its frame
     stage = (0 if tags[:1] != _TAG_READ else 2 if tags == _TAG_READ + _TAG_START else 1)
     wall_us = int((time.monotonic() - start) * 1e6)
     cpu_us = int((usage.ru_utime + usage.ru_stime) * 1e6)
     try:
         if stage == 0:  # it may have read part of the request: the pipe is out of step
-            os.close(req_fd)  # the parent's next write fails at once
             error, message = "crash", "the sandbox child could not read its request"
         elif outcome == "done":
             if kind == _wire.OK and stage == 2:
@@ -358,8 +410,8 @@ def run_one(req_fd: int, code_len: int, table_len: int, timeout_s: float, memory
         elif outcome == "malformed" or (outcome == "too_big" and stage < 2):
             error, message = _forged(stage)
         else:
-            error, message = classify(outcome, status, usage, timeout_s, memory_mb, plan,
-                                      base_rss)
+            error, message = classify(outcome, status, usage, timeout_s, memory_mb,
+                                      dict(plan, cpu_s=cpu_s), base_rss)
         # STOP: an error reply after which this worker reads nothing more (the parent restarts
         # it and sends again whatever it had queued behind this request: none of it started)
         _reply(resp_fd, _wire.ERR if stage else _wire.STOP, _wire.CODE[error], wall_us, cpu_us,
@@ -409,12 +461,116 @@ def classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss) -> tu
     return "crash", f"the program exited with status {code} without returning a table"
 
 
-def serve(req_fd: int, resp_fd: int, plan: dict) -> None:
+def serve(req_fd: int, resp_fd: int, plan: dict, ready: bytes) -> None:
+    """Fork the pristine template, send ``ready``, then answer requests from the parent until
+    the pipe closes.
+
+    This process (the *collector*) reads each request header, has the template fork the run's
+    child, collects its result, classifies and replies. The template is forked from it here,
+    before any request: it never reads a request, an output or a message (it gets only each
+    request's 16-byte header, which it hands to the child it forks), so every run's child is a
+    copy of the same state, whatever ran before: no earlier table, output or message in its
+    memory, the same heap statistics, the same addresses. With a PID namespace the template
+    also resets the namespace's pid counter before each fork (``ns_last_pid``), so every child
+    has the same pid and a run cannot count the runs before it. The result and tag pipes are
+    made once and shared by every run (the collector drains them after each): so a run's pipes
+    have the same inode numbers every time, and count nothing made on the host.
+    """
+    last_pid = plan.pop("last_pid_fd", None)
+    fds = {}
+    for name in ("res", "tag", "cmd", "st"):
+        rd, wr = os.pipe()
+        fds[name + "_r"], fds[name + "_w"] = _high_fd(rd), _high_fd(wr)
+    if last_pid is not None:
+        os.pwrite(last_pid, b"1", 0)  # the template is pid 2
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for name in ("res_r", "tag_r", "cmd_w", "st_r"):
+                os.close(fds[name])
+            os.close(resp_fd)
+            template(req_fd, fds, last_pid, plan)
+        finally:
+            os._exit(0)
+    for name in ("res_w", "tag_w", "cmd_r", "st_w"):
+        os.close(fds[name])
+    if last_pid is not None:
+        os.close(last_pid)
+    os.set_blocking(fds["res_r"], False)
+    os.set_blocking(fds["tag_r"], False)
+    # Warm-up rounds, through exactly the path a run takes: the interpreter specialises a
+    # function's bytecode after its first few calls (which changes what a fork copies, down to
+    # reference counts), so the template's loop must be past that before the first run.
+    os.write(fds["cmd_w"], EMPTY_HEADER * WARM_UP_ROUNDS)
+    if _wire.read_exact(fds["st_r"], WARM_UP_ROUNDS * STATUS_BYTES) is None:
+        raise EOFError("the template did not start")
+    _wire.write_all(resp_fd, ready)  # only now: the template is there when the parent counts
     header = bytearray(_wire.REQUEST.size)  # sizes and limits only: the child reads the rest
-    while _wire.read_into(req_fd, header):
-        timeout_ms, memory_mb, code_len, table_len = _wire.REQUEST.unpack(header)
-        if not run_one(req_fd, code_len, table_len, timeout_ms / 1000, memory_mb, resp_fd, plan):
-            return
+    try:
+        while _wire.read_into(req_fd, header):
+            timeout_ms, memory_mb, _, _ = _wire.REQUEST.unpack(header)
+            if not run_one(req_fd, bytes(header), timeout_ms / 1000, memory_mb, resp_fd, plan,
+                           fds):
+                return
+    finally:
+        os.close(fds["cmd_w"])  # the template ends
+        os.waitpid(pid, 0)
+
+
+def template(req_fd: int, fds: dict, last_pid, plan: dict) -> None:
+    """The template's loop: per header from the collector, lay out the child's descriptors,
+    reset the pid counter, fork the child, name it, reap it, pass on its wait status and
+    resource usage. Everything per run goes through buffers made before the first run (the
+    status through ``wait4`` into a ctypes buffer, cleared after use), so nothing of one run is
+    left in this process's objects for the next child to find."""
+    import ctypes
+    wait4 = _kernel.libc().wait4
+    header = bytearray(_wire.REQUEST.size)
+    buf = (ctypes.c_char * (STATUS_BYTES + 4))()
+    pid_c = ctypes.c_int.from_buffer(buf, 0)
+    status_p, usage_p = ctypes.byref(buf, 4), ctypes.byref(buf, 8)
+    view = memoryview(buf).cast("B")
+    first, rest = view[:4], view[4:STATUS_BYTES]
+    plan["worker_pid"] = os.getpid()  # the child's parent (for its death-signal check)
+    dev_fd, res_w, tag_w, cmd_r, st_w = (plan["dev_fd"], fds["res_w"], fds["tag_w"],
+                                         fds["cmd_r"], fds["st_w"])
+
+    while _wire.read_into(cmd_r, header):
+        os.close(0)
+        os.open("null", os.O_RDWR, dir_fd=dev_fd)  # this run's own /dev/null: fd 0
+        os.dup2(0, 1)
+        os.dup2(0, 2)
+        os.dup2(res_w, 3)
+        os.dup2(tag_w, 4)
+        if last_pid is not None:
+            os.pwrite(last_pid, b"2", 0)  # the template is pid 2, every child pid 3
+        pid_c.value = os.fork()
+        if pid_c.value == 0:
+            try:
+                if header != EMPTY_HEADER:  # (an empty one: a warm-up round)
+                    _child.main_from_header(req_fd, header, plan)
+            finally:
+                os._exit(0 if header == EMPTY_HEADER else 1)
+        os.write(st_w, first)
+        wait4(pid_c.value, status_p, 0, usage_p)
+        os.write(st_w, rest)
+        ctypes.memset(buf, 0, len(buf))
+
+
+def _last_pid_fd(report: dict) -> int | None:
+    """A handle on this PID namespace's pid counter (``ns_last_pid``), opened before the
+    chroot; ``None`` (and a note) without a PID namespace of our own or the right to set it."""
+    report["same_pids"] = False
+    if not report["pid_namespace"]:
+        return None
+    try:
+        fd = _high_fd(os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY))
+        os.pwrite(fd, b"1", 0)  # (the template is forked next: pid 2)
+    except OSError as exc:
+        report["notes"].append(f"same pids: {exc.strerror}")
+        return None
+    report["same_pids"] = True
+    return fd
 
 
 def _high_fd(fd: int) -> int:
@@ -465,10 +621,12 @@ _STANDARD = frozenset({"/", "/usr", "/usr/local", "/opt", "/bin", "/sbin", "/lib
 
 
 def host_paths() -> list[str]:
-    """The host paths this worker knows (read before ``hide_host_paths``): the interpreter's
-    install folders, its working directory (the parent's temporary folder) and that folder's
-    name, which carries the parent's pid. Standard system folders are left out, and so is any
-    path that contains another one (scrubbing the shorter one covers it)."""
+    """The host paths this worker knows (read before ``hide_host_paths``), longest first: the
+    interpreter's install folders and every parent of them. Its working directory is ``/``
+    (the parent starts it there), so it never knows the parent's folders at all. Standard
+    system folders are left out. Every parent too, not just the deepest path: a copy of a
+    path the heap has half reused, or a shorter path of its own, still names the folders above.
+    """
     found = set()
     for name in ("executable", "_base_executable"):
         path = getattr(sys, name, None)
@@ -478,11 +636,13 @@ def host_paths() -> list[str]:
         path = getattr(sys, name, None)
         if path:
             found.update({path, os.path.realpath(path)})
-    here = os.getcwd()
-    found.update({here, os.path.realpath(here), os.path.basename(here)})
+    for path in list(found):
+        while path not in ("/", ""):
+            found.add(path)
+            path = os.path.dirname(path)
     found = {p for p in found if len(p) >= 4 and p not in _STANDARD and not (
         os.path.dirname(p) in _STANDARD and os.path.basename(p).startswith(("python", "bin")))}
-    return sorted(p for p in found if not any(q != p and q in p for q in found))
+    return sorted(found, key=lambda p: (-len(p), p))
 
 
 _BYTES_DATA = sys.getsizeof(b"") - 1  # where a bytes object's data starts, from its address
@@ -490,16 +650,27 @@ _BYTES_DATA = sys.getsizeof(b"") - 1  # where a bytes object's data starts, from
 
 def needles(paths: list[str]) -> list[tuple[bytes, bytes]]:
     """``(path bytes, filler)`` in each encoding a copy may take (made before the codecs'
-    modules lose their paths): UTF-8 and UTF-32 (``wchar_t``), Latin-1/UTF-16 when not ASCII."""
-    variants = []
+    modules lose their paths): UTF-8 and UTF-32 (``wchar_t``), Latin-1/UTF-16 when not ASCII.
+    Longest first. Also each long path's UTF-8 tail without its first 8 and 16 bytes: what is
+    left of a freed heap copy once malloc has written its list pointers over the start."""
+    variants, seen = [], set()
     for path in paths:
         for enc in ("utf-8", "latin-1", "utf-16-le", "utf-32-le"):
             if enc in ("latin-1", "utf-16-le") and path.isascii():
                 continue
             try:
-                variants.append((path.encode(enc), "x".encode(enc) * len(path)))
+                data = path.encode(enc)
             except UnicodeEncodeError:
-                pass
+                continue
+            forms = [data]
+            if enc == "utf-8":
+                forms += [data[k:] for k in (8, 16) if len(data) - k >= 12 and b"/" in data[k:]]
+            for form in forms:
+                if form not in seen:
+                    seen.add(form)
+                    variants.append((form, b"x" * len(form) if enc == "utf-8"
+                                     else "x".encode(enc) * (len(form) // len("x".encode(enc)))))
+    variants.sort(key=lambda v: -len(v[0]))
     return variants
 
 
@@ -520,6 +691,12 @@ def scrub(variants: list[tuple[bytes, bytes]], maps_fd: int) -> int:
     import ctypes
     own = [(id(v) + _BYTES_DATA, id(v) + _BYTES_DATA + len(v)) for v, _ in variants]
     total = 0
+    # (address, length, region start) of every hit, for ``reset_hash``: a ctypes array made
+    # before the scan, because nothing may be allocated while one runs (an allocation can
+    # reuse a freed block that held a path, and the stale snapshot would then send the filler
+    # over a live object)
+    hits_at = (ctypes.c_uint64 * (3 * 4096))()
+    n_hits = 0
     for _ in range(4):
         regions = []
         text = b""
@@ -540,18 +717,68 @@ def scrub(variants: list[tuple[bytes, bytes]], maps_fd: int) -> int:
                 at = snap.find(needle)
                 while at >= 0:
                     addr = start + at
-                    if not any(lo <= addr < hi for lo, hi in own):
+                    if not any(lo <= addr < hi for lo, hi in own) and \
+                            ctypes.string_at(addr, len(needle)) == needle:  # still there
                         ctypes.memmove(addr, filler, len(filler))
                         hits += 1
+                        if n_hits < 4096:
+                            hits_at[3 * n_hits:3 * n_hits + 3] = (addr, len(filler), start)
+                            n_hits += 1
                     at = snap.find(needle, at + 1)
             ctypes.memset(id(snap) + _BYTES_DATA, 0, len(snap))
             del snap
         total += hits
         if not hits:
             break
+    for k in range(n_hits):
+        reset_hash(hits_at[3 * k], hits_at[3 * k + 1], hits_at[3 * k + 2])
     for needle, _ in variants:  # the needles themselves, last
         ctypes.memset(id(needle) + _BYTES_DATA, 0, len(needle))
     return total
+
+
+_STR_TYPE, _BYTES_TYPE = id(str).to_bytes(8, "little"), id(bytes).to_bytes(8, "little")
+_ASCII_DATA = sys.getsizeof("") - 1  # where a compact ASCII str's characters start
+_COMPACT_DATA = sys.getsizeof("\u0100") - 4  # ... and a compact non-ASCII one's (1-4 bytes each)
+
+
+def reset_hash(addr: int, size: int, floor: int, reach: int = 1 << 16) -> bool:
+    """Forget the cached hash of the ``str`` or ``bytes`` object whose characters hold
+    ``addr .. addr + size`` (just overwritten by ``scrub``): the hash was computed from the
+    old text, so with the fixed hash seed ``hash(s) == hash(guess)`` would confirm a guessed
+    path, and ``ctypes`` can read it from any object, live or freed. Looks back up to ``reach``
+    bytes (not below ``floor``, the region's start) for the nearest object header (a type
+    pointer to ``str``/``bytes`` and a length that covers the hit) and sets its hash to -1 (not computed yet), so the next
+    ``hash()`` computes it from the scrubbed text."""
+    import ctypes
+    lo = max(floor, (addr - reach) & ~7)
+    window = ctypes.string_at(lo, addr - lo)
+    at = len(window) - len(window) % 8
+    while at >= 8:
+        at -= 8
+        kind = window[at:at + 8]
+        if kind != _STR_TYPE and kind != _BYTES_TYPE:
+            continue
+        obj = lo + at - 8
+        # (no check of the reference count: a freed object's holds the allocator's list
+        # pointer, and its hash can still be read from raw memory)
+        length = ctypes.c_ssize_t.from_address(obj + 16).value
+        if not 0 < length < 1 << 24:
+            continue
+        if kind == _BYTES_TYPE:
+            data, width = obj + _BYTES_DATA, 1
+        else:
+            state = ctypes.c_uint32.from_address(obj + 32).value
+            if not state & 0x20:  # not compact: the characters live elsewhere
+                continue
+            width = (state >> 2) & 7
+            data = obj + (_ASCII_DATA if state & 0x40 else _COMPACT_DATA)
+            if width not in (1, 2, 4):
+                continue
+        if data <= addr and addr + size <= data + length * width:
+            ctypes.c_ssize_t.from_address(obj + 24).value = -1
+            return True
+    return False
 
 
 def main(options: dict) -> None:
@@ -571,9 +798,11 @@ def main(options: dict) -> None:
                     "arch": os.uname().machine, "notes": []}
     enter_namespaces(report, req_fd, resp_fd)
     try:
-        status_fd = _high_fd(os.open("/proc/self/status", os.O_RDONLY))
+        status_fd = _high_fd(os.open("/proc/self/statm", os.O_RDONLY))
         maps_fd = _high_fd(os.open("/proc/self/maps", os.O_RDONLY))
+        last_pid = _last_pid_fd(report)
         plan = make_plan(options["limits"], options["ast_check"], report, status_fd, dev_fd)
+        plan["last_pid_fd"] = last_pid
         warm_up(plan)
         gc.collect()
         report["host_paths_scrubbed"] = scrub(paths, maps_fd) >= 0
@@ -585,9 +814,10 @@ def main(options: dict) -> None:
         _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.ERR, _wire.CODE["crash"], 0, 0,
                                                   len(why)) + why)
         os._exit(1)
+    report.pop("root_mounted", None)
     report["notes"] = "; ".join(report["notes"])
     ready = json.dumps(report).encode()
-    _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.READY, 0, 0, 0, len(ready)) + ready)
+    ready = _wire.REPLY.pack(_wire.READY, 0, 0, 0, len(ready)) + ready
     gc.collect()
     gc.freeze()  # a child's garbage collector then never touches (and copies) these pages
     try:  # hand free heap pages back: every page still mapped is copied into each child's tables
@@ -595,7 +825,7 @@ def main(options: dict) -> None:
     except (AttributeError, OSError):
         pass
     try:
-        serve(req_fd, resp_fd, plan)
+        serve(req_fd, resp_fd, plan, ready)
     except BrokenPipeError:
         pass
     os._exit(0)  # nothing to flush or finalise

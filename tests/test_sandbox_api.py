@@ -191,5 +191,5 @@ def test_interrupted_call_leaves_no_stale_replies():
         results = box.run_many([(f"def transform(t):\n    return [['{i}']]\n", TABLE)
                                 for i in range(6)])
         assert [r.output for r in results] == [[[str(i)]] for i in range(6)]
-        per_worker = 2 if box.protections()["pid_namespace"] else 1
+        per_worker = 3 if box.protections()["pid_namespace"] else 2  # + the template
         assert box.census()["processes"] == 2 * per_worker

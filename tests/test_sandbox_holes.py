@@ -327,6 +327,9 @@ def transform(table):
 
 
 def test_stale_folders_of_dead_parents_are_removed(tmp_path, monkeypatch):
+    """A folder is stale when the lock its owner held for its life can be taken (round 4: by
+    lock, not by pid, so it holds across pid namespaces too)."""
+    import fcntl
     import subprocess
     import sys
     import tempfile
@@ -341,11 +344,19 @@ def test_stale_folders_of_dead_parents_are_removed(tmp_path, monkeypatch):
     left = [p.name for p in tmp_path.iterdir()]
     assert len(left) == 1 and left[0].startswith("sandbox-")
     alive = tmp_path / "sandbox-live"
-    alive.mkdir()  # an old-style name: its owner cannot be known, so it is left alone
-    mine = tmp_path / f"sandbox-{os.getpid()}-0-x"  # ours by pid, but another start time: stale
-    mine.mkdir()
-    assert sorted(p.name for p in _stale_folders(str(tmp_path))) == sorted([left[0], mine.name])
-    with Sandbox(workers=1) as box:
-        names = {p.name for p in tmp_path.iterdir()}
-        assert left[0] not in names and mine.name not in names and "sandbox-live" in names
-        assert os.path.basename(box._tmp) in names
+    alive.mkdir()  # no lock file: its owner cannot be known, so it is left alone
+    held = tmp_path / "sandbox-held"
+    held.mkdir()
+    fd = os.open(held / "lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a live owner's lock
+    dead = tmp_path / "sandbox-dead"
+    dead.mkdir()
+    (dead / "lock").touch()  # nobody holds it: stale
+    try:
+        assert sorted(p.name for p in _stale_folders(str(tmp_path))) == sorted([left[0], dead.name])
+        with Sandbox(workers=1) as box:
+            names = {p.name for p in tmp_path.iterdir()}
+            assert left[0] not in names and dead.name not in names
+            assert {"sandbox-live", "sandbox-held", os.path.basename(box._tmp)} <= names
+    finally:
+        os.close(fd)

@@ -255,48 +255,53 @@ def _reset_hwm() -> bool:
 
 
 def test_h2_big_and_forged_outputs_leave_benign_neighbours_their_status():
-    """60 maximum outputs + 20 forged 4 MiB frames + 40 benign runs in one batch."""
+    """20 maximum outputs + 20 forged 4 MiB frames + 40 benign runs in one batch.
+
+    Round 4: no output is refused for its batch's sake any more (every legal output is decoded,
+    whatever else the batch holds), so the parent's work per batch is bounded per run (the
+    pre-check, 4 MiB, GC off) and its memory by streaming: ``iter_many`` here."""
     items, expect = [], {}
-    for k in range(120):
-        if k % 3 == 2 and len(expect) < 40:
+    for k in range(80):
+        if k % 2 == 1 and len(expect) < 40:
             code, table, status, out = BENIGN[len(expect) % len(BENIGN)]
             expect[len(items)] = (status, out)
             items.append((code, table))
-        elif sum(1 for c, _ in items if c is FORGED) < 20 and k % 6 == 1:
+        elif sum(1 for c, _ in items if c is FORGED) < 20 and k % 4 == 0:
             items.append((FORGED, [["a"]]))
         else:
             items.append((BIG, [["a"]]))
     big = sum(1 for c, _ in items if c is BIG)
-    assert (big, len(items) - big - len(expect), len(expect)) == (60, 20, 40)
+    assert (big, len(items) - big - len(expect), len(expect)) == (20, 20, 40)
     with Sandbox(workers=2, ast_check=False) as box:
         box.run_many(items[:2])
         reset = _reset_hwm()
         hwm0, t0, c0 = _hwm_kb(), time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
-        results = box.run_many(items, timeout_s=1.5, memory_mb=512)
+        statuses = [None] * len(items)
+        for i, r in box.iter_many(items, timeout_s=1.5, memory_mb=512):
+            statuses[i] = (r.error or "ok", r.output if i in expect else None, r.message)
+            del r
         c1 = resource.getrusage(resource.RUSAGE_SELF)
         wall, cpu = time.monotonic() - t0, c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
         peak_mb = (_hwm_kb() - hwm0) / 1024
-    statuses = [(r.error or "ok", r.output) for r in results]
-    wrong = {i: statuses[i][0] for i, want in expect.items() if statuses[i] != want}
+    wrong = {i: statuses[i][0] for i, want in expect.items() if statuses[i][:2] != want}
     assert not wrong, wrong
     # A hostile run may time out by itself under load (building 838,000 cells takes a while):
     # then on the worker's clock, never because the parent declared its worker stalled.
-    stalled = [r.message for r in results if "restarted" in r.message]
+    stalled = [s[2] for s in statuses if "restarted" in s[2]]
     assert not stalled, stalled
     forged = [statuses[i][0] for i, (c, _) in enumerate(items) if c is FORGED]
     assert set(forged) <= {"bad_output", "timeout"} and forged.count("bad_output") >= 10, forged
     bigs = [statuses[i][0] for i, (c, _) in enumerate(items) if c is BIG]
     print(f"\nparent: {wall:.1f} s wall, {cpu:.2f} s CPU, peak resident +{peak_mb:.0f} MB "
-          f"(peak reset: {reset}); big outputs decoded: {bigs.count('ok')} of 60")
-    assert set(bigs) <= {"ok", "bad_output", "timeout"} and 1 <= bigs.count("ok") <= 5, bigs
-    assert cpu < 10 and (not reset or peak_mb < 600), (cpu, peak_mb)
+          f"(peak reset: {reset}); big outputs decoded: {bigs.count('ok')} of 20")
+    assert set(bigs) <= {"ok", "timeout"} and bigs.count("ok") >= 10, bigs
+    assert cpu < 15 and (not reset or peak_mb < 600), (cpu, peak_mb)
 
 
 def test_h2_iter_many_streams_results_as_they_arrive():
     """Each result is handed over once, as its run ends; what the grader drops is gone."""
     items = [(BIG, [["a"]])] * 6 + [(BENIGN[0][0], BENIGN[0][1])] * 6
-    limits = sandbox.OutputLimits(max_batch_bytes=64 << 20)  # every big output decoded
-    with Sandbox(workers=2, limits=limits) as box:
+    with Sandbox(workers=2) as box:
         box.run_many(items[-2:])
         reset = _reset_hwm()
         hwm0 = _hwm_kb()
