@@ -504,7 +504,8 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, 
         for r in records:  # the split in force is the current manifest's; probe cases stay out
             r["split"] = "unassigned" if r["case_id"] in probes else split_of_family.get(r["family"], "unassigned")
         log(f"training and simulating controllers on {len(records)} records ...")
-        summary, outcomes = run_experiment(records, cfg.experiment, log=log, lora_worker=worker)
+        result = run_experiment(records, cfg.experiment, log=log, lora_worker=worker)
+        summary = result.summary
     finally:
         if own_worker and worker is not None:
             worker.close()
@@ -515,7 +516,7 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, 
         started = _traces_started_utc(cfg)
         summary["study"].update(traces_started_utc=started or "unknown",
                                 **registration(summary["study"].get("study_file_git"), started))
-    return write_outputs(cfg, summary, outcomes, records, timing, t0, log)
+    return write_outputs(cfg, result, records, timing, t0, log)
 
 
 def _by_policy(rows) -> dict:
@@ -525,21 +526,20 @@ def _by_policy(rows) -> dict:
     return out
 
 
-def write_outputs(cfg: RunConfig, summary, outcomes, records, timing, t0, log) -> dict:
+def write_outputs(cfg: RunConfig, result, records, timing, t0, log) -> dict:
     from sandbox import protections
 
     from controller.report.figures import write_figures
     from controller.report.markdown import write_report
 
     reports = _reports(cfg)
-    cv = summary.get("cv")
-    per_seed = summary.pop("split_seed_records", None)  # per-case records: written as predictions/cv/
-    if cv:
-        pooled = cv.pop("pooled_outcomes", None)
-        if per_seed is None and pooled:
-            per_seed = [{"split_seed": cv.get("split_seed", cfg.split_seed), "records": [
-                {**o, "policy": p, "split_seed": cv.get("split_seed", cfg.split_seed)} for p, outs in pooled.items()
-                for o in outs]}]
+    summary, outcomes = result
+    # per-case pooled CV records of every split seed, written as predictions/cv/<policy>.jsonl
+    per_seed = result.split_seed_records
+    if per_seed is None and result.cv_pooled:
+        s = (summary.get("cv") or {}).get("split_seed", cfg.split_seed)
+        per_seed = [{"split_seed": s, "records": [{**o, "policy": p} for p, outs in result.cv_pooled.items()
+                                                  for o in outs]}]
     exp = asdict(cfg.experiment)
     exp["lora"] = asdict(cfg.experiment.lora) if cfg.experiment.lora is not None else None
     full = {

@@ -110,7 +110,7 @@ def test_cv_labels_and_oracle_use_the_run_cost():
     actions = {}
     for cost in ("generations", "work"):
         cv = run_cv(recs, ExperimentConfig(cv_folds=3, cost=cost, progress=False), log=lambda *a: None)
-        pooled = {o["case_id"]: o["actions"] for o in cv["pooled_outcomes"]["oracle_seq"]}
+        pooled = {o["case_id"]: o["actions"] for o in cv.pooled["oracle_seq"]}
         whole = {o["case_id"]: o["actions"] for o in simulate(Oracle(recs, cost=cost), recs)}
         assert pooled == whole, cost  # the hindsight oracle of a case does not depend on the fold
         actions[cost] = whole

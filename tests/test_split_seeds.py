@@ -102,7 +102,8 @@ def test_spread_matches_a_hand_computation():
 
 def test_run_experiment_reports_split_seeds_and_deterministic_learner_seeds():
     cfg = _cfg(cv_folds=3, split_seeds=3, seeds=3)
-    summary, _ = run_experiment(_records(), cfg, log=lambda *a: None)
+    result = run_experiment(_records(), cfg, log=lambda *a: None)
+    summary = result.summary
     ss = summary["split_seeds"]
     assert ss["seeds"] == [0, 1, 2]
     first = ss["per_seed"][0]["pooled"]
@@ -111,7 +112,7 @@ def test_run_experiment_reports_split_seeds_and_deterministic_learner_seeds():
         assert first[pol]["program_generations"] == r["program_generations"]
     assert summary["cv"]["split_seed"] == 0
     # the records behind every number are kept for later statistics
-    recs = summary["split_seed_records"]
+    recs = result.split_seed_records
     assert len(recs) == 3 and all(len(p["records"]) == len(summary["cv"]["pooled"]) * 36 for p in recs)
     d = ss["differences"]["learned_rule"]["always_tool_visible"]
     assert d["accuracy_pp"]["holds_at"]["of"] == 3

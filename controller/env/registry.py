@@ -16,7 +16,7 @@ once (see docs/development.md#adding-a-policy).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable
 
 from controller.env import policies as P
 

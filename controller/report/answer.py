@@ -49,7 +49,7 @@ def answer_md(s: Mapping) -> list[str]:
     bf = s.get("best_fixed") or {}
     folds = [f.get("best_fixed") for f in (s.get("cv") or {}).get("folds", []) if f.get("best_fixed")]
     if bf.get("chosen"):
-        picks = (f"; in cross-validation each fold chose on its own train + dev: "
+        picks = ("; in cross-validation each fold chose on its own train + dev: "
                  + ", ".join(f"`{c}` ({folds.count(c)} of {len(folds)} folds)" for c in dict.fromkeys(folds))
                  if folds else "")
         out += [f"**The best fixed policy** (every repair budget and visible rule, chosen on train + dev by cases "

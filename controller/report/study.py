@@ -8,28 +8,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from controller.report.fmt import fixed, interval, p_value, table
 from controller.study.headroom import CELL_TEXT, CELLS
 from controller.study.provenance import registration_words
 
 UNIT_TEXT = {"generations": "program generations", "tokens": "thousand completion tokens (program rounds)",
              "work": "thousand work units (search nodes for synth, completion tokens for models)"}
-
-
-def _f(x, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _p(p) -> str:
-    return "n/a" if p is None else ("< 0.001" if p < 0.001 else f"{p:.3f}")
-
-
-def _ci(ci, digits: int = 3) -> str:
-    return "" if not ci else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
-
-
-def _table(headers: list[str], rows: list[list]) -> list[str]:
-    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + [
-        "| " + " | ".join(str(c) for c in r) + " |" for r in rows] + [""]
 
 
 def headroom_md(s: Mapping) -> list[str]:
@@ -57,7 +41,7 @@ def headroom_md(s: Mapping) -> list[str]:
     cvg = (h.get("gap") or {}).get("cv_pooled")
     out = ["## What the data can answer (headroom)", ""] + [f"- {q}" for q in h.get("questions", [])] + [""]
     out += ["Outcome cells over scored cases, every recorded program revealed and committed by the fixed "
-            "commit rule (computed before any learning):", ""] + _table(heads, rows)
+            "commit rule (computed before any learning):", ""] + table(heads, rows)
     if cvg:
         out += [f"Pooled cross-validation: hindsight oracle {cvg['oracle_exact']} vs always-tool "
                 f"{cvg['best_fixed_exact']} exact; the oracle spends {cvg['oracle_generations']} program generations, "
@@ -87,23 +71,23 @@ def hypotheses_md(s: Mapping) -> list[str]:
         est = h.get("estimate")
         if h["statistic"] == "cheaper_no_loss" and est is not None:
             ni = h.get("noninferiority") or {}
-            est_txt = (f"saves {_f(est)} {h['unit']}/case {_ci(h.get('interval'))}; accuracy "
-                       f"{_f(h.get('accuracy_diff'))} ({ni.get('wins', 'n/a')} won, {ni.get('losses', 'n/a')} lost), "
-                       f"exact lower bound {_f(ni.get('lower_bound'))} vs margin -{_f(h.get('margin'))} "
-                       f"(family bootstrap {_ci(h.get('accuracy_interval'))}, for information)")
+            est_txt = (f"saves {fixed(est)} {h['unit']}/case {interval(h.get('interval'))}; accuracy "
+                       f"{fixed(h.get('accuracy_diff'))} ({ni.get('wins', 'n/a')} won, {ni.get('losses', 'n/a')} lost), "
+                       f"exact lower bound {fixed(ni.get('lower_bound'))} vs margin -{fixed(h.get('margin'))} "
+                       f"(family bootstrap {interval(h.get('accuracy_interval'))}, for information)")
         elif h["statistic"] == "beats_random_mix" and est is not None:
-            est_txt = (f"{h.get('learner_exact')} vs {_f(h.get('mix_expected_exact'), 1)} expected "
-                       f"({' + '.join(h.get('mix', []))}, w={_f(h.get('w'), 2)}); {_f(est)} {_ci(h.get('interval'))}")
+            est_txt = (f"{h.get('learner_exact')} vs {fixed(h.get('mix_expected_exact'), 1)} expected "
+                       f"({' + '.join(h.get('mix', []))}, w={fixed(h.get('w'), 2)}); {fixed(est)} {interval(h.get('interval'))}")
         else:
-            est_txt = f"{_f(est)} {_ci(h.get('interval'))}"
+            est_txt = f"{fixed(est)} {interval(h.get('interval'))}"
         rows.append([f"`{h['name']}`", "primary" if h["primary"] else "secondary", h["statistic"],
                      ", ".join(f"`{p}`" for p in h["policies"]), h["split"], h["unit"], h.get("n_families", "n/a"),
-                     est_txt, _p(h.get("p_family")), _p(h.get("p_holm")), _split_seed_cell(h), h["verdict"], note])
+                     est_txt, p_value(h.get("p_family")), p_value(h.get("p_holm")), _split_seed_cell(h), h["verdict"], note])
     rule = st.get("split_seed_rule") or {}
     tail = ([f"Estimates and p-values are those of the first split seed; a cross-validated hypothesis is "
              f"re-tested at every split seed (Holm within each) and its verdict follows the rule: {rule['rule']}.", ""]
             if rule.get("rule") and rule.get("of") else [])
-    return out + _table(["Hypothesis", "Role", "Statistic", "Policies", "Split", "Unit", "Families", "Estimate [95% CI]",
+    return out + table(["Hypothesis", "Role", "Statistic", "Policies", "Split", "Unit", "Families", "Estimate [95% CI]",
                          "p (family)", "p (Holm)", "Split seeds (verdict per seed)", "Verdict", "Notes"], rows) + tail
 
 
@@ -119,7 +103,7 @@ def power_md(s: Mapping) -> list[str]:
     for p in s.get("power") or []:
         mde = p.get("mde")
         rows.append([f"`{p['hypothesis']}`", p["n_families"], p["effect_unit"],
-                     "not detectable" if mde is None else _f(mde), _f(p.get("observed_effect")),
+                     "not detectable" if mde is None else fixed(mde), fixed(p.get("observed_effect")),
                      f"{p['min_attainable_p']:.2g}" + (f" ({p['test_method']})" if p.get("test_method") else ""),
                      p.get("note", "")])
     if not rows:
@@ -128,7 +112,7 @@ def power_md(s: Mapping) -> list[str]:
             "Minimum detectable effect (per case) of each primary test with the families at hand, at 80% power "
             "and the test's alpha, by simulation: families resampled with their observed spread around the "
             "mean, random signs (the null), plus an effect per case; the same sign-flip test. A null result "
-            "rules out only effects at least this large.", ""] + _table(
+            "rules out only effects at least this large.", ""] + table(
         ["Hypothesis", "Families", "Effect unit", "MDE (80% power)", "Observed",
          "Smallest attainable p (all families differ)", "Note"], rows)
 
@@ -144,19 +128,19 @@ def routing_md(s: Mapping) -> list[str]:
                 hull = L.get("hull") or {}
                 td = next((m for m in L.get("mixes", []) if {m["a"], m["b"]} == {r["weak"], r["strong"]}), None)
                 fr = L.get("frontier") or {}
-                rows.append([split, unit, f"`{name}`", _f(L["cost"]), _f(L["accuracy"]),
-                             "n/a" if not td else f"{_f(td['expected_exact'], 1)} (p {_p(td['p_family'])})",
-                             "n/a" if not hull else f"{'+'.join(dict.fromkeys((hull['a'], hull['b'])))}: {_f(hull['expected_exact'], 1)} "
-                                                    f"(p {_p(hull['p_family'])})",
-                             L["exact"], _apgr_cell(L), _f(fr.get("apgr_interpolated")), _f(fr.get("cpt50")),
-                             _f(fr.get("cpt80")), _gap_cell(L)])
+                rows.append([split, unit, f"`{name}`", fixed(L["cost"]), fixed(L["accuracy"]),
+                             "n/a" if not td else f"{fixed(td['expected_exact'], 1)} (p {p_value(td['p_family'])})",
+                             "n/a" if not hull else f"{'+'.join(dict.fromkeys((hull['a'], hull['b'])))}: {fixed(hull['expected_exact'], 1)} "
+                                                    f"(p {p_value(hull['p_family'])})",
+                             L["exact"], _apgr_cell(L), fixed(fr.get("apgr_interpolated")), fixed(fr.get("cpt50")),
+                             fixed(fr.get("cpt80")), _gap_cell(L)])
     if not rows:
         return []
     hull_txt = []
     for split in ("test", "cv_pooled"):
         for unit, block in (r.get(split) or {}).items():
-            hull_txt.append(f"{split}/{unit}: " + " -> ".join(f"`{h['policy']}` ({_f(h['cost'], 2)}, "
-                                                              f"{_f(h['accuracy'])})" for h in block.get("hull", [])))
+            hull_txt.append(f"{split}/{unit}: " + " -> ".join(f"`{h['policy']}` ({fixed(h['cost'], 2)}, "
+                                                              f"{fixed(h['accuracy'])})" for h in block.get("hull", [])))
     return ["## Routing baselines (every cost unit)", "",
             f"Per scored case. Random mixing runs the stronger of two fixed policies with probability w chosen so "
             f"its expected cost equals the learner's; the learner is tested against it at the family level "
@@ -170,7 +154,7 @@ def routing_md(s: Mapping) -> list[str]:
             "Cost-gap recovered, at matched accuracy only: (always-tool cost - c) / (always-tool cost - oracle "
             "cost), c the cheapest operating point of the learner (itself or a sweep point) at least as accurate "
             "as always-tool, with a family-bootstrap interval; n/a with the reason when none is. Units: "
-            + "; ".join(f"{k}: {v}" for k, v in UNIT_TEXT.items()) + ".", ""] + _table(
+            + "; ".join(f"{k}: {v}" for k, v in UNIT_TEXT.items()) + ".", ""] + table(
         ["Split", "Unit", "Learner", "Cost", "Accuracy", f"Mix {r['weak']}+{r['strong']} expected exact (p)",
          "Hull mix expected exact (p)", "Learner exact", "APGR (RouteLLM) learner [CI]; with sweep",
          "APGR (interpolated)", "CPT(50%)", "CPT(80%)", "Cost-gap recovered at matched accuracy [CI]"],
@@ -180,9 +164,9 @@ def routing_md(s: Mapping) -> list[str]:
 def _apgr_cell(L: Mapping) -> str:
     a = L.get("apgr") or {}
     me, fr = a.get("learner") or {}, a.get("frontier") or {}
-    txt = f"{_f(me.get('value'))} {_ci(me.get('ci95_family'))}".strip()
+    txt = f"{fixed(me.get('value'))} {interval(me.get('ci95_family'))}".strip()
     if fr:
-        txt += f"; {_f(fr.get('value'))}"
+        txt += f"; {fixed(fr.get('value'))}"
     return txt
 
 
@@ -193,7 +177,7 @@ def _gap_cell(L: Mapping) -> str:
     if m.get("value") is None:
         return f"n/a ({m.get('reason', 'undefined')})"
     where = "" if m.get("operating_point") == "learner" else f" (at a {m.get('operating_point')} point)"
-    return f"{_f(m['value'])} {_ci(m.get('ci95_family'))}{where}".strip()
+    return f"{fixed(m['value'])} {interval(m.get('ci95_family'))}{where}".strip()
 
 
 STUDY_SECTIONS = (headroom_md, hypotheses_md, power_md, routing_md)

@@ -12,6 +12,8 @@ are left out. Pooled results carry the family-level intervals and tests of ``sta
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from cases import make_cv_folds
 from controller.env.policies import Oracle
 from controller.env.registry import BEST_FIXED, ORACLE, fixed_policies
@@ -27,10 +29,18 @@ def _max_repairs(records) -> int:
     return max((int(r.get("max_repairs", 0)) for r in records), default=0)
 
 
-def run_cv(records, cfg, log=print, fold_seed: int | None = None, lora_worker=None) -> dict:
-    """CV with the folds of ``fold_seed`` (default ``cfg.split_seed``); learners use ``cfg.seed``.
+@dataclass
+class CVResult:
+    """One cross-validation: ``summary`` is the summary's ``cv`` key; ``pooled[policy]`` holds
+    every scored case's outcome once, tagged with its ``fold`` (the per-case records statistics
+    and ``predictions/cv/`` are computed from)."""
 
-    ``pooled_outcomes[policy]`` holds every scored case once, tagged with its ``fold``."""
+    summary: dict
+    pooled: dict = field(default_factory=dict)
+
+
+def run_cv(records, cfg, log=print, fold_seed: int | None = None, lora_worker=None) -> CVResult:
+    """CV with the folds of ``fold_seed`` (default ``cfg.split_seed``); learners use ``cfg.seed``."""
     fold_seed = cfg.split_seed if fold_seed is None else fold_seed
     with_lora = bool(cfg.train_lora and cfg.lora is not None and fold_seed == cfg.split_seed)
     scored = [r for r in records if r["hidden"]["answer"] is not None and r.get("split") != "unassigned"]
@@ -71,8 +81,7 @@ def run_cv(records, cfg, log=print, fold_seed: int | None = None, lora_worker=No
             f"best fixed={best_info['chosen']} oracle={res[ORACLE]['accuracy']}")
     out = {"k": len(folds), "split_seed": fold_seed, "folds": fold_results,
            "pooled": {name: summarize_outcomes(outs, seed=cfg.seed) for name, outs in pooled.items()},
-           "pooled_paired_tests": paired_tests(pooled, split="test", seed=cfg.seed),
-           "pooled_outcomes": pooled}
+           "pooled_paired_tests": paired_tests(pooled, split="test", seed=cfg.seed)}
     if lora_meta:
         out["lora_training"] = lora_meta
-    return out
+    return CVResult(out, pooled)

@@ -37,7 +37,6 @@ from controller.study.savings import savings_table
 from controller.study.sections import study_sections
 from controller.study.split_seeds import split_seed_outcomes, spread_summary
 from controller.study.stats import paired_tests, summarize_outcomes
-from controller.env.state import base_actions
 from controller.learn.training import labelled
 
 POLICY_NAMES = names()
@@ -214,8 +213,25 @@ def needs_lora_worker(cfg: ExperimentConfig) -> bool:
     return bool(cfg.train_lora or cfg.train_shuffled_lora)
 
 
-def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print, lora_worker=None) -> tuple[dict, dict]:
-    """Return (summary parts, outcomes by policy).
+@dataclass
+class ExperimentResult:
+    """What a study of one run's traces gives: ``summary`` (the study keys of
+    ``final_summary.json``), ``outcomes`` (per policy, one outcome per case of the run's splits),
+    ``cv_pooled`` (per policy, the pooled cross-validation outcomes of the base split seed) and
+    ``split_seed_records`` (``split_seeds.split_seed_outcomes``: every split seed's pooled per-case
+    records, None without ``--split-seeds`` > 1). Unpacks as ``summary, outcomes``."""
+
+    summary: dict
+    outcomes: dict
+    cv_pooled: dict = field(default_factory=dict)
+    split_seed_records: list | None = None
+
+    def __iter__(self):
+        return iter((self.summary, self.outcomes))
+
+
+def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print, lora_worker=None) -> ExperimentResult:
+    """Train, simulate and compare every controller on ``records`` (see ``ExperimentResult``).
 
     The LoRA policies train in a side process (``lora_worker.LoraWorker``), so its imports and
     trainings overlap the rule, the null baselines, the frontier, cross-validation and the other
@@ -244,7 +260,7 @@ def _simulate_all(policies: dict, env: TraceEnv) -> dict:
     return {k: outs[k] for k in policies}
 
 
-def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, worker) -> tuple[dict, dict]:
+def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, worker) -> ExperimentResult:
     from dataclasses import replace
 
     env = TraceEnv(records)  # one memo of states, shared by every simulation of these records
@@ -268,7 +284,8 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     rule_frontier = _frontier(rule_fit, env, cfg.frontier_lambdas, cfg,
                               known={info["learned_rule"]["price"]["lambda"]: learned["learned_rule"]})
     rule_frontier_s = time.monotonic() - t
-    cv_parts, cv_timing = _cross_validation(records, cfg, log, worker) if cfg.cv_folds else ({}, {})
+    cv_parts, cv_timing, cv_pooled, per_seed = (_cross_validation(records, cfg, log, worker) if cfg.cv_folds
+                                                 else ({}, {}, {}, None))
 
     # --- simulate every policy on every split ---------------------------------------------
     if has_samples(_scored(records)):  # --program-samples K > 1: policies that RESAMPLE
@@ -317,7 +334,7 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     summary.update(cv_parts)
     timing.update(cv_timing)
     if cv_parts.get("cv"):
-        summary["savings"] = savings_table(outcomes, pooled=cv_parts["cv"]["pooled_outcomes"])
+        summary["savings"] = savings_table(outcomes, pooled=cv_pooled)
 
     # --- statistics and failures -----------------------------------------------------------
     if cfg.policies:
@@ -327,26 +344,29 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     summary["failures"] = failure_breakdown(records, outcomes)
     summary["repair_rounds"] = repair_pass_rates(records)
     t = time.monotonic()
-    summary.update(study_sections(records, outcomes, summary, study=cfg.study, cost=cfg.cost, seed=cfg.seed))
+    summary.update(study_sections(records, outcomes, summary, cv_pooled=cv_pooled, split_seed_records=per_seed,
+                                  study=cfg.study, cost=cfg.cost, seed=cfg.seed))
     timing["study_s"] = round(time.monotonic() - t, 2)
     timing["controllers_total_s"] = round(time.monotonic() - t0, 2)
     summary["timing"] = timing
-    return summary, outcomes
+    return ExperimentResult(summary, outcomes, cv_pooled, per_seed)
 
 
-def _cross_validation(records, cfg: ExperimentConfig, log, worker=None) -> tuple[dict, dict]:
-    """(summary parts, timing): ``cv`` and, with ``split_seeds`` > 1, ``split_seed_records`` and
-    ``split_seeds`` (the rule, the fixed policies and the oracle only: no LoRA policy)."""
+def _cross_validation(records, cfg: ExperimentConfig, log, worker=None) -> tuple[dict, dict, dict, list | None]:
+    """(summary parts, timing, pooled outcomes, split-seed records): ``cv`` and, with
+    ``split_seeds`` > 1, ``split_seeds`` (the LoRA policy at the base split seed only)."""
     parts, timing = {}, {}
     t = time.monotonic()
-    parts["cv"] = run_cv(records, cfg, log=log, lora_worker=worker)
+    cv = run_cv(records, cfg, log=log, lora_worker=worker)
+    parts["cv"] = cv.summary
     timing["cv_s"] = round(time.monotonic() - t, 2)
+    per_seed = None
     if cfg.split_seeds > 1:  # the same CV under further fold assignments (split_seeds.py)
         t = time.monotonic()
-        parts["split_seed_records"] = split_seed_outcomes(records, cfg, log=log, first_cv=parts["cv"])
-        parts["split_seeds"] = spread_summary(parts["split_seed_records"])
+        per_seed = split_seed_outcomes(records, cfg, log=log, first_cv=cv)
+        parts["split_seeds"] = spread_summary(per_seed)
         timing["split_seeds_s"] = round(time.monotonic() - t, 2)
-    return parts, timing
+    return parts, timing, cv.pooled, per_seed
 
 
 def _frontier(fit: Callable, env: TraceEnv, lambdas, cfg: ExperimentConfig, known: dict | None = None) -> dict:

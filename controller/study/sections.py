@@ -56,9 +56,12 @@ def power_rows(hypotheses: list[dict], routing: Mapping, alpha: float, seed: int
 
 
 def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[Mapping]], summary: Mapping,
-                   *, study: str | Study | None = None, cost: str = "generations", seed: int = 0) -> dict:
+                   *, cv_pooled: Mapping | None = None, split_seed_records: Sequence[Mapping] | None = None,
+                   study: str | Study | None = None, cost: str = "generations", seed: int = 0) -> dict:
+    """``cv_pooled``: the first split seed's pooled CV outcomes per policy; ``split_seed_records``:
+    ``split_seeds.split_seed_outcomes``' list (every split seed)."""
     cv = summary.get("cv") or {}
-    by_split = outcome_splits(outcomes, cv.get("pooled_outcomes"))
+    by_split = outcome_splits(outcomes, cv_pooled)
     fixed, learners = roles(outcomes)
     direct_tokens = {r["case_id"]: int(r["direct"].get("completion_tokens", 0)) for r in records}
     routing = routing_table(by_split, fixed, learners, direct_tokens=direct_tokens, frontier=summary.get("frontier"),
@@ -68,7 +71,7 @@ def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[M
     else:
         st = load_study(study) if isinstance(study, str) else study
     hyps = evaluate_study(st, by_split, direct_tokens, fixed, seed)
-    ssr = summary.get("split_seed_records")
+    ssr = split_seed_records
     attach_split_seeds(hyps, st, by_split, ssr, cv.get("split_seed"), direct_tokens, fixed, seed)
     n_seeds = len(ssr) if ssr else (1 if "cv_pooled" in by_split else 0)
     return {"headroom": headroom_table(records, summary.get("policy_results"), cv.get("pooled")),

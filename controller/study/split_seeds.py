@@ -41,24 +41,21 @@ def outcome_records(pooled: Mapping[str, Sequence[Mapping]], split_seed: int) ->
             for policy, outs in pooled.items() for o in outs]
 
 
-def split_seed_outcomes(records: Sequence[dict], cfg, log: Callable = print, first_cv: Mapping | None = None
-                        ) -> list[dict]:
+def split_seed_outcomes(records: Sequence[dict], cfg, log: Callable = print, first_cv=None) -> list[dict]:
     """Per split seed: ``{"split_seed", "folds" (test families per fold), "records"}``.
 
     ``records`` holds one outcome record per (policy, scored case) (see ``RECORD_FIELDS``); the
-    CV of the first split seed can be passed in (``first_cv``, ``run_cv``'s result with its
-    ``pooled_outcomes``) so it is not computed twice.
+    CV of the first split seed can be passed in (``first_cv``, ``run_cv``'s ``CVResult``) so it is
+    not computed twice.
     """
     out = []
     for s in split_seed_list(cfg):
         cv = first_cv if (first_cv is not None and s == cfg.split_seed) else run_cv(records, cfg, log=log,
                                                                                       fold_seed=s)
-        out.append({"split_seed": s, "folds": [f["test_families"] for f in cv["folds"]],
-                    "records": outcome_records(cv["pooled_outcomes"], s)})
+        out.append({"split_seed": s, "folds": [f["test_families"] for f in cv.summary["folds"]],
+                    "records": outcome_records(cv.pooled, s)})
     return out
 
-
-# ---- statistics over split seeds (pure) ------------------------------------------------------
 
 def pooled_result(recs: Sequence[Mapping]) -> dict:
     """One policy's pooled CV result at one split seed: n, exact, accuracy, costs (scored cases)."""

@@ -1,0 +1,78 @@
+"""Formatting shared by the report's sections: one way to print a share, an interval, a p-value,
+a count and a table."""
+from __future__ import annotations
+
+from typing import Mapping
+
+from controller.env.registry import ordered as ordered_policies
+
+SPLIT_ORDER = ("train", "dev", "test")
+
+
+def pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def ci_pct(ci) -> str:
+    """An interval of shares, in percent."""
+    return "n/a" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+
+
+def interval(ci, digits: int = 3) -> str:
+    """An interval as it is (empty when there is none)."""
+    return "" if not ci else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def fixed(x, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def num(x, digits: int = 0) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:,.{digits}f}" if isinstance(x, float) or digits else f"{x:,}"
+
+
+def p_value(p) -> str:
+    """Three decimals, or scientific below 0.001 (an exact p of 2.4e-04 is not "< 0.001")."""
+    return "n/a" if p is None else (f"{p:.3f}" if p >= 0.001 else f"{p:.1e}")
+
+
+def pp(x) -> str:
+    return "n/a" if x is None else f"{100 * x:+.1f} pp"
+
+
+def table(headers: list[str], rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def splits(mapping: Mapping) -> list[str]:
+    return [s for s in SPLIT_ORDER if s in mapping] + sorted(s for s in mapping if s not in SPLIT_ORDER)
+
+
+def results(summary: Mapping, split: str) -> list[tuple[str, Mapping]]:
+    pr = summary.get("policy_results") or {}
+    return [(p, pr[p][split]) for p in ordered_policies(pr) if split in (pr[p] or {})]
+
+
+def exact(r: Mapping) -> str:
+    return f"{r.get('exact', 0)}/{r.get('n', 0)}"
+
+
+def policy_row(name: str, r: Mapping) -> list:
+    return [f"`{name}`", exact(r), r.get("n_families", "n/a"),
+            f"{pct(r.get('accuracy'))} {ci_pct(r.get('accuracy_ci95'))}", ci_pct(r.get("accuracy_ci95_family")),
+            num(r.get("program_generations")), num(r.get("repair_actions")),
+            num(r.get("program_commits")), num(r.get("direct_miss_recoveries")),
+            num(r.get("direct_correct_losses")), pct(r.get("program_precision")),
+            num(r.get("generated_tokens")), num(r.get("work")), num(r.get("sandbox_ms"), 1)]
+
+
+def policy_headers(summary: Mapping) -> list[str]:
+    """Column names; every budget column names its unit (work's comes from the summary)."""
+    work = (summary.get("cost_units") or {}).get("work", "search nodes / tokens")
+    return ["Policy", "Exact", "Families", "Accuracy [Wilson 95%, cases]", "[95% CI, family bootstrap]",
+            "Program generations", "Repairs (FIX rounds)", "Program commits", "Recoveries", "Losses",
+            "Program precision", "Completion tokens", f"Work ({work})", "Sandbox (ms)"]
