@@ -55,18 +55,18 @@ def seed_claims(s: Mapping) -> list[str]:
         if p not in pr or "test" not in pr[p]:
             continue
         per = (seeds.get(p) or {}).get("test") or {}
-        exact = per.get("exact") or [pr[p]["test"]["exact"]]
+        counts = per.get("exact") or [pr[p]["test"]["exact"]]
         if per.get("deterministic"):  # N seeds, the same actions: one observation, not N
-            exact = exact[:1]
-        n_seeds = len(exact)
+            counts = counts[:1]
+        n_seeds = len(counts)
         for base in ("always_tool_visible", "direct_only"):
             t = (tests.get(p) or {}).get(base)
             if not t or base not in pr:
                 continue
             b = pr[base]["test"]["exact"]
-            rng = f"{min(exact)}-{max(exact)}" if min(exact) != max(exact) else f"{exact[0]}"
+            rng = f"{min(counts)}-{max(counts)}" if min(counts) != max(counts) else f"{counts[0]}"
             v = t.get("verdict", "within noise")
-            side = all(e > b for e in exact) if v == "better" else all(e < b for e in exact) if v == "worse" else None
+            side = all(e > b for e in counts) if v == "better" else all(e < b for e in counts) if v == "worse" else None
             gens = per.get("program_generations") or [pr[p]["test"].get("program_generations")]
             cost = (f"; program generations {min(gens)}" + (f"-{max(gens)}" if min(gens) != max(gens) else "")
                     + f" vs {pr[base]['test'].get('program_generations')}") if None not in gens else ""

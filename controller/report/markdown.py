@@ -109,13 +109,13 @@ def best_deployable_sentence(summary: Mapping) -> str:
 
 
 def _split_section(s: Mapping) -> list[str]:
-    splits = s.get("splits") or {}
-    if not splits:
+    counts = s.get("splits") or {}
+    if not counts:
         return []
     rows = [[sp, v.get("n", 0), v.get("unscored", 0), v.get("direct_exact", "n/a"),
              v.get("program_exact", "n/a"), v.get("oracle_union", "n/a"),
              ", ".join(v.get("families", []))] for sp, v in
-            ((sp, splits[sp]) for sp in splits(splits))]
+            ((sp, counts[sp]) for sp in splits(counts))]
     return ["## Splits and trace counts", "",
             "Splits are family-disjoint. *Program exact*: cases where some program round is "
             "right on the new input; *oracle union*: direct or program right.", ""] + table(
