@@ -181,7 +181,8 @@ def test_unknown_keys_are_errors_naming_the_key_and_the_file(tmp_path):
     with pytest.raises(StudyError, match="min_supported must be an integer"):
         parse_study({"hypotheses": [base], "split_seeds": {"min_supported": 0}}, "x.toml", POLS)
     assert parse_study({"hypotheses": [base], "split_seeds": {"min_supported": 4}}, "x.toml", POLS).min_supported == 4
-    assert load_study("studies/foofah.toml").min_supported is None  # the old file still loads
+    assert parse_study({"hypotheses": [base]}, "x.toml", POLS).min_supported is None  # a file without the table
+    assert load_study("studies/foofah.toml").min_supported == 4  # the committed registration states its rule
 
 
 def _seed_records(split_seed, rule_right):
@@ -236,4 +237,7 @@ def test_split_seed_rule_table_in_a_toml_file(tmp_path):
     rule = split_seed_rule(st, 5)
     assert rule["min_supported"] == 4 and rule["of"] == 5 and "min_supported = 4" in rule["rule"]
     assert "cannot be met" in split_seed_rule(st, 3)["rule"]
-    assert "states no rule" in split_seed_rule(load_study("studies/foofah.toml"), 5)["rule"]
+    assert "min_supported = 4 in studies/foofah.toml" in split_seed_rule(load_study("studies/foofah.toml"), 5)["rule"]
+    p.write_text('[[hypotheses]]\nname = "a"\nprimary = true\nkind = "accuracy_diff"\n'
+                 'policies = ["learned_rule", "direct_only"]\n')
+    assert "states no rule" in split_seed_rule(load_study(str(p)), 5)["rule"]
