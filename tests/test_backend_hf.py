@@ -151,7 +151,7 @@ def test_cache_makes_a_second_run_generate_nothing(models, tmp_path):
 
 
 def test_clear_errors(models, tmp_path):
-    with pytest.raises(ValueError, match="needs --model"):
+    with pytest.raises(ValueError, match="model: the hf backend needs one"):  # the field (CLI: --model)
         get_backend(BackendConfig(name="hf"))
     with pytest.raises(ValueError, match="cannot load model config"):
         get_backend(BackendConfig(name="hf", model=str(tmp_path / "nothing")))

@@ -187,7 +187,7 @@ def test_chat_template_kwargs_can_be_turned_off(server):
 
 
 def test_missing_flags():
-    with pytest.raises(ValueError, match="--base-url"):
+    with pytest.raises(ValueError, match="base_url"):  # the field (the CLI names it --base-url)
         OpenAIBackend(BackendConfig(name="openai", model="m"))
 
 
@@ -314,7 +314,7 @@ def test_base_url_lists_and_files(tmp_path):
         with pytest.raises(ValueError, match=msg):
             parse_base_urls(bad)
     f.write_text("# nothing\n")
-    with pytest.raises(ValueError, match=rf"--base-url @{f}: names no endpoint"):
+    with pytest.raises(ValueError, match=rf"base_url @{f}: names no endpoint"):
         parse_base_urls(f"@{f}")
 
 

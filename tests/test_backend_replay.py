@@ -64,7 +64,7 @@ def test_missing_generation_is_a_clear_error(trace):
 
 
 def test_bad_trace_files(tmp_path):
-    with pytest.raises(ValueError, match="needs --replay-path"):
+    with pytest.raises(ValueError, match="replay_path: the replay backend needs one"):  # the field (CLI: --replay)
         get_backend(BackendConfig(name="replay"))
     with pytest.raises(ValueError, match="cannot read replay trace"):
         get_backend(BackendConfig(name="replay", replay_path=str(tmp_path / "nope.jsonl")))

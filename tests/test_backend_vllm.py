@@ -93,7 +93,7 @@ def test_one_chat_call_per_wave_with_per_request_seeds(monkeypatch):
 
 
 def test_needs_a_model():
-    with pytest.raises(ValueError, match="--model"):
+    with pytest.raises(ValueError, match="model: the vllm backend needs one"):
         get_backend(BackendConfig(name="vllm"))
 
 

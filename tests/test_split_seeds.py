@@ -137,11 +137,12 @@ def test_seed_table_marks_only_identical_action_sequences_deterministic():
 
 
 def test_split_seeds_need_cv(tmp_path):
-    from controller.pipeline import RunConfig, UsageError, check_flags
+    from controller.pipeline import RunConfig, check_flags
+    from tracegen.errors import ConfigError
 
-    with pytest.raises(UsageError, match="--split-seeds"):
+    with pytest.raises(ConfigError, match="split_seeds"):
         check_flags(RunConfig(experiment=ExperimentConfig(split_seeds=3)))
-    with pytest.raises(UsageError, match="--split-seeds"):
+    with pytest.raises(ConfigError, match="split_seeds"):
         check_flags(RunConfig(experiment=ExperimentConfig(split_seeds=0, cv_folds=3)))
 
 

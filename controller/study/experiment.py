@@ -20,8 +20,11 @@ from typing import Callable
 
 from tracegen.grading import program_right
 
-from controller.env.cost import cost_units, unit
+from tracegen.errors import check
+
+from controller.env.cost import COST_KINDS, cost_units, unit
 from controller.learn.dagger import run_dagger
+from controller.learn.lora import LoraPolicyConfig
 from controller.study.failures import failure_breakdown
 from controller.learn.nulls import commit_any_headroom, train_nulls
 from controller.env.policies import Oracle
@@ -41,27 +44,54 @@ POLICY_NAMES = names()
 
 @dataclass
 class ExperimentConfig:
-    seed: int = field(default=0, metadata={"help": "seed for every learner and resampling"})
-    train_lora: bool = field(default=False, metadata={"help": "train the LoRA sequence policy"})
-    train_shuffled_lora: bool = field(default=False, metadata={"help": "train the shuffled-label LoRA control"})
-    dagger_iters: int = field(default=0, metadata={"help": "DAgger iterations after iteration 0 (0: off)"})
-    dagger_beta: float = field(default=0.5, metadata={"help": "initial oracle mixing rate, annealed to 0"})
+    seed: int = field(default=0, metadata={"help": "seed for sampling and for every learner", "flag": "--seed"})
+    train_lora: bool = field(default=False, metadata={"help": "train the LoRA sequence policy (lora_seq_policy)"})
+    train_shuffled_lora: bool = field(default=False, metadata={
+        "help": "train the shuffled-label control (lora_shuffled_seq)"})
+    dagger_iters: int = field(default=0, metadata={"help": "DAgger iterations after the oracle-trajectory start"})
+    dagger_beta: float = field(default=0.5, metadata={"help": "DAgger initial oracle mixing rate (annealed to 0)"})
     cv_folds: int = field(default=0, metadata={"help": "family-level cross-validation folds (0: off)"})
-    cost: str = field(default="generations", metadata={"help": "cost model: generations, tokens or work"})
-    seeds: int = field(default=1, metadata={"help": "retrain every learned controller with seeds seed..seed+N-1"})
-    frontier_lambdas: tuple = field(default=(0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0),
-                                    metadata={"help": "trade-off weights swept for the rule's frontier"})
-    lora_frontier_lambdas: tuple = field(default=(), metadata={
-        "help": "trade-off weights for the LoRA frontier (one training each); empty (the default): none"})
-    policies: tuple | None = field(default=None, metadata={"help": "report only these policies (default: all)"})
+    cost: str = field(default="generations", metadata={
+        "help": "cost model for the oracle labels and the budget frontier: generations (program rounds), tokens "
+                "(completion tokens) or work (search nodes for synth, completion tokens for model backends)"})
+    seeds: int = field(default=1, metadata={"help": "retrain every learned controller and the shuffled control "
+                                                    "with seeds SEED..SEED+N-1 and report mean [min, max]"})
+    frontier_lambdas: tuple[float, ...] = field(default=(0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0),
+                                                metadata={"help": "trade-off weights swept for the rule's frontier"})
+    lora_frontier_lambdas: tuple[float, ...] = field(default=(), metadata={
+        "help": "with --train-lora: trade-off weights at which the LoRA policy is retrained for its accuracy-vs-cost "
+                "frontier, e.g. 0,0.5,0.75 (one training each; default: none, the quickstart trains the policy once)",
+        "flag": "--lora-frontier"})
+    policies: tuple[str, ...] | None = field(default=None, metadata={
+        "help": "comma-separated policies to report (default: all that were run)"})
     progress: bool = True
     bootstrap_resamples: int = 2000
-    lora: object = None  # controller.lora.LoraPolicyConfig, built by the CLI
+    lora: LoraPolicyConfig = field(default_factory=LoraPolicyConfig)
     adapters_dir: str = "reports/adapters"
-    study: str | None = field(default=None, metadata={"help": "study file (TOML/JSON): pre-registered hypotheses"})
-    split_seed: int = field(default=0, metadata={"help": "fold seed of cross-validation (the run's --split-seed)"})
-    split_seeds: int = field(default=1, metadata={"help": "repeat cross-validation with fold seeds "
-                                                          "split_seed..split_seed+N-1 and report the spread"})
+    study: str | None = field(default=None, metadata={
+        "help": "study file (TOML or JSON, e.g. studies/foofah.toml): the pre-registered primary hypotheses and "
+                "cost unit (default: a built-in study, not pre-registered)", "metavar": "FILE"})
+    split_seed: int = 0  # fold seed of cross-validation: a run sets it to its split_seed
+    split_seeds: int = field(default=1, metadata={"help": "with --cv-folds: repeat cross-validation with N fold "
+                                                          "assignments (fold seeds SPLIT_SEED..SPLIT_SEED+N-1) and "
+                                                          "report every CV result's spread"})
+
+    def __post_init__(self) -> None:
+        for name in ("dagger_iters", "cv_folds"):
+            check(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
+        check(self.cv_folds != 1, "cv_folds", "needs at least 2 folds (or 0 to turn cross-validation off)")
+        check(0 <= self.dagger_beta <= 1, "dagger_beta", f"must be in [0, 1], got {self.dagger_beta}")
+        check(self.cost in COST_KINDS, "cost", f"unknown cost model {self.cost!r}; use {', '.join(COST_KINDS)}")
+        for name in ("seeds", "split_seeds"):
+            check(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
+        check(self.split_seeds == 1 or self.cv_folds, "split_seeds",
+              "repeats cross-validation; set `cv_folds` (>= 2) too")
+        unknown = sorted(set(self.policies or ()) - set(POLICY_NAMES))
+        check(not unknown, "policies", f"unknown policy {unknown[0]!r}; choose from {', '.join(POLICY_NAMES)}"
+              if unknown else "")
+        bad = [w for w in (*self.frontier_lambdas, *self.lora_frontier_lambdas) if w < 0]
+        check(not bad, "lora_frontier_lambdas" if set(bad) & set(self.lora_frontier_lambdas) else "frontier_lambdas",
+              f"trade-off weights must be >= 0, got {bad[0] if bad else 0}")
 
 
 def by_split(records):
