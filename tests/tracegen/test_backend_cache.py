@@ -131,12 +131,12 @@ def test_a_whole_rollout_rerun_generates_nothing(tmp_path):
     sandbox = pytest.importorskip("sandbox")
     from cases import Case
 
-    class Scripted(CountingBackend):
-        def generate(self, requests):
-            self.batches.append(list(requests))
-            return [Completion('```json\n[["x"]]\n```' if r.kind == "direct" else
-                               "```python\ndef transform(table):\n    return table[:1]\n```", 9, 4, 1.0)
-                    for r in requests]
+    from scripted import JSON_X, ScriptedBackend, program
+
+    def Scripted(config):
+        return ScriptedBackend(lambda r: JSON_X if r.kind == "direct" else program("def transform(table):\n"
+                                                                               "    return table[:1]"),
+                               tokens=(9, 4), config=config)
 
     cases = [Case(f"f/c{i}", "f", [["a"], ["b"]], [["a"]], [[str(i)], ["z"]], [[str(i)]]) for i in range(3)]
     cfg = rollout.RolloutConfig(max_repairs=1, progress=False)

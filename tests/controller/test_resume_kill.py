@@ -10,9 +10,9 @@ from pathlib import Path
 
 from tracegen.records import read_traces
 
-from e2e_helpers import run_records, small_case_dir
+from e2e_helpers import CLI, run_records, small_case_dir
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "run_live_tool_dagger.py"
+SCRIPT = CLI
 
 
 def _args(root, cases):

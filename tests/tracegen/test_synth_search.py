@@ -144,7 +144,7 @@ def test_same_answers_under_any_hash_seed():
         f"r = synthesize([({CRIME_IN!r}, {CRIME_OUT!r})], max_nodes=3000, time_budget_s=30)\n"
         "print(r.nodes, r.code)\n"
     )
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     outs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=root,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     assert len(outs) == 1

@@ -16,11 +16,11 @@ import pytest
 
 from controller.console import WarningSummary
 from controller.report.outputs import atomic_write_text
-from e2e_helpers import small_case_dir
+from e2e_helpers import CLI, small_case_dir
 from tracegen.progress import Progress
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "scripts" / "run_live_tool_dagger.py"
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = CLI
 
 
 def cli(root, *args, cwd=None):
@@ -196,25 +196,20 @@ def test_library_warnings_are_counted_not_shown(capsys):
 def test_waves_in_slices_report_cases_as_they_finish_and_change_no_record():
     from cases import Case
     from sandbox import Sandbox
-    from tracegen.backends.base import Backend, BackendConfig, Completion
     from tracegen.rollout import RolloutConfig, trace_cases
+
+    from scripted import ScriptedBackend
 
     wrong = "```python\ndef transform(table):\n    return table\n```"
     right = "```python\ndef transform(table):\n    return [[row[0]] for row in table]\n```"
 
-    class Scripted(Backend):
-        """Sample 0 is right at once for case 0 only; every repair is right; calls are counted."""
-        name = "scripted"
+    def answer(r):  # sample 0 is right at once for case 0 only; every repair is right
+        return ('[["x"]]' if r.kind == "direct" else
+                right if r.kind == "fix" or (r.sample == 0 and r.task.case_id.endswith("_0")) else wrong)
 
+    class Scripted(ScriptedBackend):
         def __init__(self):
-            super().__init__(BackendConfig(name="scripted"))
-            self.calls = []
-
-        def generate(self, requests):
-            self.calls.append(len(requests))
-            return [Completion('[["x"]]' if r.kind == "direct" else
-                               right if r.kind == "fix" or (r.sample == 0 and r.task.case_id.endswith("_0")) else wrong,
-                               5, 5, 1.0) for r in requests]
+            super().__init__(answer, model=None, tokens=(5, 5))  # .calls: each batch's size
 
     cases = [Case(f"f{i}/f{i}_0" if i == 0 else f"f{i}/f{i}_{i}", f"f{i}", [["a", "1"], ["b", "2"]], [["a"], ["b"]],
                   [["c", "3"]], [["c"]]) for i in range(5)]

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import jsonschema
 
-from e2e_helpers import small_case_dir
+from e2e_helpers import CLI, small_case_dir
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "run_live_tool_dagger.py"
+SCRIPT = CLI
 POLICIES = {"direct_only", "always_tool_visible", "visible_disagree_rule", "learned_rule", "oracle_seq"}
 FIELDS = {"n", "exact", "accuracy", "accuracy_ci95", "program_generations", "repair_actions", "program_commits",
           "program_correct", "program_precision", "direct_miss_recoveries", "direct_correct_losses",

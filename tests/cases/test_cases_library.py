@@ -11,8 +11,8 @@ from cases import load_cases, table_shape
 from cases.generate import check, main, render_library, write
 from cases.generators import CASES_PER_FAMILY, FAMILIES, KINDS, case_rng, get_family
 
-DATA = Path(__file__).resolve().parents[1] / "cases" / "data"
-README = Path(__file__).resolve().parents[1] / "cases" / "README.md"
+DATA = Path(__file__).resolve().parents[2] / "cases" / "data"
+README = Path(__file__).resolve().parents[2] / "cases" / "README.md"
 
 
 @pytest.fixture(scope="module")

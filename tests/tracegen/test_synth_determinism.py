@@ -12,7 +12,7 @@ from controller.study.failures import failure_breakdown
 from e2e_helpers import untimed
 from tracegen.backends import BackendConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _burn(stop_at: float) -> None:

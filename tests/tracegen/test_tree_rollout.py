@@ -12,10 +12,11 @@ from controller.env.registry import fixed_policies
 from controller.learn.rule import fit_rule, select_rule
 from controller.env.simulate import simulate
 from controller.learn.training import full_state_pairs, labelled
-from tracegen.backends.base import Backend, BackendConfig, Completion
 from tracegen.records import read_traces, validate_record
 
-ROOT = Path(__file__).resolve().parents[1]
+from scripted import JSON_X, ScriptedBackend, program
+
+ROOT = Path(__file__).resolve().parents[2]
 
 PASS_RIGHT = "def transform(table):\n    return table[:1]"
 FAIL = "def transform(table):\n    return table"
@@ -24,22 +25,8 @@ PASS_WRONG = "def transform(table):\n    return [table[0]] if table[0][0] == 'a'
 PLAN = {0: [FAIL, PASS_RIGHT], 1: [PASS_WRONG], 2: [FAIL, FAIL, FAIL]}
 
 
-class Scripted(Backend):
-    name = "scripted"
-
-    def __init__(self):
-        super().__init__(BackendConfig(model="m"))
-        self.batches = []
-
-    @property
-    def model_name(self):
-        return "m"
-
-    def generate(self, requests):
-        self.batches.append([(r.kind, r.round, r.sample) for r in requests])
-        return [Completion('```json\n[["x"]]\n```' if r.kind == "direct" else
-                           f"```python\n{PLAN[r.sample][r.round]}\n```", 9, 4, 1.0, search_nodes=7)
-                for r in requests]
+def _answer(r):
+    return JSON_X if r.kind == "direct" else program(PLAN[r.sample][r.round])
 
 
 def _trace(k):
@@ -48,11 +35,11 @@ def _trace(k):
     from tracegen import rollout
 
     cases = [Case(f"f/c{i}", "f", [["a"], ["b"]], [["a"]], [[str(i)], ["z"]], [[str(i)]]) for i in range(3)]
-    backend = Scripted()
+    backend = ScriptedBackend(_answer, tokens=(9, 4), search_nodes=7)
     with sandbox.Sandbox(workers=1) as sb:
         recs = rollout.trace_cases(cases, {}, backend, sb, rollout.RolloutConfig(max_repairs=2, program_samples=k,
                                                                                  progress=False))
-    return recs, backend.batches
+    return recs, [[(r.kind, r.round, r.sample) for r in b] for b in backend.batches]
 
 
 def _untimed(x):

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 
-from e2e_helpers import run_records, small_case_dir
+from e2e_helpers import CLI, run_records, small_case_dir
 
 HERE = Path(__file__).resolve().parent
-SCRIPT = HERE.parent / "scripts" / "run_live_tool_dagger.py"
+SCRIPT = CLI
 
 
 class Stub:
@@ -32,7 +32,7 @@ class Stub:
 
     def start(self):
         for _ in range(50):  # the port of a killed server may take a moment to free
-            self.proc = subprocess.Popen([sys.executable, str(HERE / "openai_stub.py"), "--port", str(self.port),
+            self.proc = subprocess.Popen([sys.executable, str(HERE.parent / "openai_stub.py"), "--port", str(self.port),
                                           "--delay", str(self.delay)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          text=True)
             line = self.proc.stdout.readline()

@@ -15,7 +15,7 @@ import pytest
 from controller.report.viewer import read_page_data, viewer_data, write_viewer
 from tracefactory import ANSWER, WRONG, make_record
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "scripts" / "run_live_tool_dagger.py"
 VIEW = REPO / "scripts" / "view_traces.py"
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")

@@ -17,7 +17,7 @@ import pytest
 from cases import load_cases, make_cv_folds
 from controller.pipeline import RunConfig, _splits
 
-FOOFAH = Path(__file__).resolve().parent.parent / "cases" / "foofah"
+FOOFAH = Path(__file__).resolve().parents[2] / "cases" / "foofah"
 # 12 families x 5 files: enough for a train/dev/test split and a probe per family
 FAMILIES = sorted({p.name.rsplit("_", 1)[0] for p in FOOFAH.glob("exp0_*.txt")})[:12]
 

@@ -10,7 +10,9 @@ import pytest
 
 from tracegen.models import ModelNotInstalled, check_hub_model, hub_offline_reason
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "run_live_tool_dagger.py"
+from e2e_helpers import CLI  # noqa: E402
+
+SCRIPT = CLI
 
 
 def cli(root, *args, env=None):

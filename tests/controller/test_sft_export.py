@@ -6,10 +6,10 @@ import pytest
 
 from cases import Case
 from controller.report.sft import export_sft, verified_conversations
-from tracegen.backends.base import Backend, BackendConfig, Completion
 from tracegen.conversations import direct_conversation, program_chains, record_task, round_messages
 from tracegen.rollout import RolloutConfig, trace_cases
 
+from scripted import ScriptedBackend
 from tracefactory import ANSWER, WRONG, make_record
 
 RIGHT = "```python\ndef transform(table):\n    return [[row[0]] for row in table]\n```"
@@ -17,26 +17,12 @@ SAME = "```python\ndef transform(table):\n    return table\n```"
 CRASH = "```python\ndef transform(table):\n    return table[99]\n```"
 
 
-class ScriptedBackend(Backend):
-    """Answers from a script keyed by (kind, round, sample) and remembers every prompt it got."""
-
-    name = "scripted"
-
-    def __init__(self):
-        super().__init__(BackendConfig(name="scripted"))
-        self.seen = {}
-        self.script = {("direct", 0, 0): '```json\n[["Cy"],["Di"],["Ed"]]\n```',
-                       ("write", 0, 0): SAME, ("fix", 1, 0): CRASH, ("fix", 2, 0): RIGHT,
-                       ("write", 0, 1): RIGHT, ("write", 0, 2): "I cannot write this.",
-                       ("fix", 1, 2): "Still nothing.", ("fix", 2, 2): SAME}
-
-    def generate(self, requests):
-        out = []
-        for r in requests:
-            key = (r.kind, r.round, r.sample)
-            self.seen[key] = r.messages
-            out.append(Completion(self.script[key], 10, 10, 1.0))
-        return out
+# (kind, round, sample) -> answer: sample 0 crashes on the new input, then is right; sample 1 is right
+# at once; sample 2 says it cannot, twice, then writes the same wrong program
+SCRIPT = {("direct", 0, 0): '```json\n[["Cy"],["Di"],["Ed"]]\n```',
+          ("write", 0, 0): SAME, ("fix", 1, 0): CRASH, ("fix", 2, 0): RIGHT,
+          ("write", 0, 1): RIGHT, ("write", 0, 2): "I cannot write this.",
+          ("fix", 1, 2): "Still nothing.", ("fix", 2, 2): SAME}
 
 
 def conversation(row: dict) -> list[dict]:
@@ -65,7 +51,7 @@ def traced(request):
 
     case = Case("fam/fam_1", "fam", [["Ann", "3"], ["Bob", "4"]], [["Ann"], ["Bob"]],
                 [["Cy", "5"], ["Di", "6"], ["Ed", "7"]], ANSWER)
-    backend = ScriptedBackend()
+    backend = ScriptedBackend(SCRIPT)
     with Sandbox(workers=1) as sb:
         [record] = trace_cases([case], {"fam/fam_1": "train"}, backend, sb,
                                RolloutConfig(max_repairs=2, program_samples=3, progress=False,
@@ -172,12 +158,10 @@ def test_max_tokens_leaves_out_longer_rows_and_counts_them(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def tiny_sft(tmp_path_factory):
+def tiny_sft(tiny_model):
     """A tiny chat model (Qwen-style template, no ``{% generation %}`` markers) for TRL."""
     pytest.importorskip("trl")
-    from tracegen.tiny_model import build_tiny_model
-
-    return build_tiny_model(str(tmp_path_factory.mktemp("tiny") / "base"))
+    return tiny_model
 
 
 def _trl_labelled(tmp_path, model_dir, rows: list[dict]) -> list[tuple[str, str]]:

@@ -11,7 +11,9 @@ from controller.report.figures import cost_panels, write_figures
 from controller.report.markdown import render_report
 from tracefactory import ANSWER, WRONG, make_record
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "run_live_tool_dagger.py"
+from e2e_helpers import CLI  # noqa: E402
+
+SCRIPT = CLI
 
 
 def _records():

@@ -6,7 +6,7 @@ import pytest
 
 from tracegen.parsing import Parsed, parse_code, parse_table
 
-CORPUS = Path(__file__).parent / "data" / "model_outputs"
+CORPUS = Path(__file__).parents[1] / "data" / "model_outputs"
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())
 
 
