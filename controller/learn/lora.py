@@ -23,7 +23,7 @@ Simplifications, stated:
   ``eval_every`` steps; training stops after ``patience`` evaluations without improvement and the
   adapter weights of the best evaluation are restored (early stopping on dev).
 * Only the positions that predict action tokens get logits (``lora_scoring``): the speed and memory
-  figures of ``scripts/bench_lora.py`` compare that with computing them everywhere.
+  figures of ``benchmarks/bench_lora.py`` compare that with computing them everywhere.
 
 On CPU a training run is deterministic for a seed (and thread count): the RNG is forked and
 seeded, batches come from a seeded generator, and deterministic algorithms are on for the run.

@@ -2,7 +2,7 @@
 
 vLLM itself needs a GPU and is not a test dependency; a minimal module standing in for it
 records what the backend asks of vLLM's public API (LLM(...), LLM.chat, SamplingParams) and
-answers in vLLM's output shape. The real thing runs in scripts/device/.
+answers in vLLM's output shape. The real thing runs in benchmarks/gpu/.
 """
 import sys
 import types

@@ -13,8 +13,8 @@ the same prompts (repair prompts would depend on each model's random output). Th
 generations and generated tokens per second of generation time (the records' ``gen_ms``), next
 to each run's wall time; the table ends the output and ``pipeline_gpu.json`` keeps it all.
 
-    bash scripts/device/bench_gpu.sh --pipeline            # on the GPU machine (installs vLLM)
-    python scripts/device/pipeline_gpu.py --dry-run        # CPU: tiny model, hf run real, vLLM runs planned
+    bash benchmarks/gpu/bench_gpu.sh --pipeline            # on the GPU machine (installs vLLM)
+    python benchmarks/gpu/pipeline_gpu.py --dry-run        # CPU: tiny model, hf run real, vLLM runs planned
 """
 from __future__ import annotations
 
@@ -33,36 +33,6 @@ HERE = Path(__file__).resolve().parent
 CLI = REPO / "scripts" / "run_live_tool_dagger.py"
 
 
-def pad_vocabulary(folder: Path, size: int) -> int:
-    """Give the folder's tokenizer exactly ``size`` ids: filler tokens (distinct strings of the
-    byte-level alphabet, never produced by encoding since no merge makes them) fill the ids the
-    trained vocabulary leaves free. Returns how many were added."""
-    path = folder / "tokenizer.json"
-    tok = json.loads(path.read_text())
-    vocab = tok["model"]["vocab"]
-    for a in tok.get("added_tokens", []):
-        # an added token outside the model's vocabulary would be renumbered past it on loading
-        vocab.setdefault(a["content"], a["id"])
-    taken = set(vocab.values())
-    free = [i for i in range(size) if i not in taken]
-    alphabet = "abcdefghijklmnopqrstuvwxyz"
-    n = 0
-    for i in free:
-        j, word = i, ""
-        while True:  # base-26 spelling of the id: distinct, and reads as a word when decoded
-            word = alphabet[j % 26] + word
-            j //= 26
-            if not j:
-                break
-        name = "\u0120" + word  # Ġ is the byte-level space: it decodes to " word"
-        while name in vocab:  # a trained token spelled the same: make it longer
-            name += "q"
-        vocab[name] = i
-        n += 1
-    path.write_text(json.dumps(tok, ensure_ascii=False))
-    return n
-
-
 def build_folder(folder: Path, config_path: Path, tiny: bool, n_cases: int, device: str) -> dict:
     """Config, padded tokenizer and random weights (saved for hf; vLLM ignores them)."""
     import torch
@@ -71,6 +41,7 @@ def build_folder(folder: Path, config_path: Path, tiny: bool, n_cases: int, devi
 
     from bench_gpu import build_prompts, make_folder
     from tracegen.backends._tokens import pick_model_class
+    from tracegen.tiny_model import pad_vocabulary
 
     prompts = build_prompts(max(n_cases, 8) * 2, 1 << 30)
     texts = [m["content"] for p in prompts for m in p]

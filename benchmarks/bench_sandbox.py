@@ -1,8 +1,8 @@
 """Throughput of the sandbox against one subprocess per run, measured in one process and one run.
 
-    python scripts/bench_sandbox.py                          # this code against the baseline
-    python scripts/bench_sandbox.py --old 54ae94c --rounds 3 # ... and an older sandbox, alternately
-    python scripts/bench_sandbox.py --json out.json --repeat 20
+    python benchmarks/bench_sandbox.py                          # this code against the baseline
+    python benchmarks/bench_sandbox.py --old 54ae94c --rounds 3 # ... and an older sandbox, alternately
+    python benchmarks/bench_sandbox.py --json out.json --repeat 20
 
 The workload is a fixed list of realistic ``transform`` programs (splitting, merging, regex
 extraction, date reformatting, fill-down, pivoting ...) each paired with a few tables. It runs
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import importlib.util
 import json
 import os
 import random
@@ -35,8 +34,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from refs import ROOT, import_old  # the old-vs-new helpers of every benchmark
+
+sys.path.insert(0, str(ROOT))
 
 from sandbox import Sandbox  # noqa: E402
 
@@ -181,22 +183,6 @@ def percentile(values, q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def load_old(ref: str, folder: str):
-    """The ``sandbox`` package of git commit ``ref``, imported as ``sandbox_old``."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    archive = subprocess.run(["git", "-C", root, "archive", ref, "sandbox"], capture_output=True)
-    if archive.returncode:
-        raise SystemExit(f"bench_sandbox.py: --old {ref}: {archive.stderr.decode().strip()}")
-    subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
-    path = os.path.join(folder, "sandbox")
-    spec = importlib.util.spec_from_file_location(
-        "sandbox_old", os.path.join(path, "__init__.py"), submodule_search_locations=[path])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sandbox_old"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def measure_sandbox(cls, items, repeat: int, workers: int) -> dict:
     """Runs/s, latency and CPU per run of one ``Sandbox`` class over ``repeat`` passes."""
     c0 = cpu_now()
@@ -237,7 +223,7 @@ def main() -> int:
     atexit.register(shutil.rmtree, folder, True)
     kinds = [("new", Sandbox)]
     if args.old:
-        kinds.append(("old", load_old(args.old, folder).Sandbox))
+        kinds.append(("old", import_old(args.old, "sandbox", Path(folder), "sandbox_old").Sandbox))
     print(f"workload: {len(PROGRAMS)} programs x {args.per_program} tables = {len(items)} runs; "
           f"each sandbox repeats it {args.repeat}x with {args.workers} workers on "
           f"{os.cpu_count()} CPUs; {args.rounds} round(s)")

@@ -1,9 +1,9 @@
 """Whole trace + analysis runs with the synth backend, old code vs new, in one run.
 
-    python scripts/bench_tree.py                                   # all 250 Foofah files, K = 3
-    python scripts/bench_tree.py --program-samples 1               # K = 1 (the quickstart's tracing)
-    python scripts/bench_tree.py --program-samples 1 --train-lora --dagger-iters 0  # the quickstart
-    python scripts/bench_tree.py --cases-per-family 1 --ref HEAD~3 # 50 files, against another commit
+    python benchmarks/bench_tree.py                                   # all 250 Foofah files, K = 3
+    python benchmarks/bench_tree.py --program-samples 1               # K = 1 (the quickstart's tracing)
+    python benchmarks/bench_tree.py --program-samples 1 --train-lora --dagger-iters 0  # the quickstart
+    python benchmarks/bench_tree.py --cases-per-family 1 --ref HEAD~3 # 50 files, against another commit
 
 For each way it makes a fresh CLI run (``--generate-traces``, no generation cache, so every
 program is searched for, then the controllers with ``--dagger-iters``) under a temporary root:
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from refs import child_env, trees  # the old-vs-new helpers of every benchmark
 DEFAULT_REF = "54ae94c"
 
 # runs the CLI as a child and reports its CPU seconds and peak memory (its own process tree only)
@@ -59,7 +59,7 @@ def _run(tree: Path, root: Path, args) -> dict:
         cmd += ["--cases-per-family", str(args.cases_per_family)]
     if args.train_lora:
         cmd += ["--train-lora"]
-    env = dict(os.environ, PYTHONPATH=str(tree))
+    env = child_env(tree)
     load0, t0 = os.getloadavg()[0], time.monotonic()
     proc = subprocess.run([sys.executable, "-c", WRAP, *cmd], env=env, cwd=tree, capture_output=True, text=True)
     wall = time.monotonic() - t0
@@ -106,15 +106,10 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.program_samples < 1 or args.max_repairs < 0:
         p.error("--program-samples must be >= 1 and --max-repairs >= 0")
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from bench_synth import export_tree
-
     out: dict = {"cpus": os.cpu_count(), "args": vars(args)}
     with tempfile.TemporaryDirectory(prefix="bench_tree_") as tmp:
         tmp = Path(tmp)
-        ways = {"new": ROOT}
-        if not args.new_only:
-            ways = {"old": export_tree(args.ref, tmp / "old_src"), **ways}
+        ways = trees(args.ref, tmp, new_only=args.new_only)
         for name, tree in ways.items():
             (tmp / name).mkdir()
             out[name] = _run(tree, tmp / name, args)

@@ -3,12 +3,12 @@
 # downloaded) on one GPU, in one prepared run of under 10 minutes: the pilot's one-prompt-at-a-time
 # generate vs batched hf vs vLLM (load_format="dummy"), same Foofah prompts, 128 new tokens each.
 #
-#   bash scripts/device/bench_gpu.sh          # results in $OUT (or reports/device/): JSON + log
-#   python scripts/device/bench_gpu.py --tiny --device cpu   # CPU smoke test of the same script
-#   bash scripts/device/bench_gpu.sh --pipeline   # instead: the whole CLI pipeline on Foofah, hf vs vLLM
+#   bash benchmarks/gpu/bench_gpu.sh          # results in $OUT (or reports/device/): JSON + log
+#   python benchmarks/gpu/bench_gpu.py --tiny --device cpu   # CPU smoke test of the same script
+#   bash benchmarks/gpu/bench_gpu.sh --pipeline   # instead: the whole CLI pipeline on Foofah, hf vs vLLM
 #                                                 # one engine vs vLLM data parallel 2 (two GPUs),
-#                                                 # generations/s and tokens/s (scripts/device/pipeline_gpu.py)
-#   python scripts/device/pipeline_gpu.py --dry-run   # its CPU dry run
+#                                                 # generations/s and tokens/s (benchmarks/gpu/pipeline_gpu.py)
+#   python benchmarks/gpu/pipeline_gpu.py --dry-run   # its CPU dry run
 #
 # It first tries to install what it needs and is missing (vLLM, and the gated-DeltaNet kernels
 # flash-linear-attention / causal-conv1d that transformers otherwise replaces with slow torch
@@ -42,9 +42,9 @@ VLLM_INSTALL_S=50; KERNEL_INSTALL_S=50
 
 if [ "$MODE" = pipeline ]; then
   # folder build (~1 min) + up to three ways of at most 120 s: with the installs, under 10 minutes
-  timeout 420 $PY scripts/device/pipeline_gpu.py --out "$OUT_DIR" --run-timeout 120 "$@" 2>&1 \
+  timeout 420 $PY benchmarks/gpu/pipeline_gpu.py --out "$OUT_DIR" --run-timeout 120 "$@" 2>&1 \
     | tee "$OUT_DIR/pipeline_gpu.log"
 else
-  timeout 400 $PY scripts/device/bench_gpu.py --device cuda --json-out "$OUT_DIR/bench_gpu.json" "$@" 2>&1 \
+  timeout 400 $PY benchmarks/gpu/bench_gpu.py --device cuda --json-out "$OUT_DIR/bench_gpu.json" "$@" 2>&1 \
     | tee "$OUT_DIR/bench_gpu.log"
 fi

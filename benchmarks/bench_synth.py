@@ -1,9 +1,9 @@
 """The synth backend before and after, on the same cases, in one run: time, peak memory, outcomes.
 
-    python scripts/bench_synth.py                          # all 250 Foofah files, K = 1
-    python scripts/bench_synth.py --samples 3              # K = 3 (three program samples a case)
-    python scripts/bench_synth.py --cases large --n 30     # 30 generated real-size tables (500-2,000 rows)
-    python scripts/bench_synth.py --every 5 --pool         # every 5th file, and the new way with its pool
+    python benchmarks/bench_synth.py                          # all 250 Foofah files, K = 1
+    python benchmarks/bench_synth.py --samples 3              # K = 3 (three program samples a case)
+    python benchmarks/bench_synth.py --cases large --n 30     # 30 generated real-size tables (500-2,000 rows)
+    python benchmarks/bench_synth.py --every 5 --pool         # every 5th file, and the new way with its pool
 
 Each way traces the cases the way the rollout does, in waves of 64 cases: a direct wave, a WRITE
 wave (every sample j < ``--samples`` of every case), then up to ``--max-repairs`` FIX waves for the
@@ -34,11 +34,10 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from refs import ROOT, child_env, export_tree  # the old-vs-new helpers of every benchmark
 DEFAULT_REF = "54ae94c"
 
 # Runs inside a tree (old or new): only uses interfaces both have.
@@ -112,27 +111,13 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_mb": peak_kb / 1024.0, "ca
 '''
 
 
-def export_tree(ref: str, dest: Path) -> Path:
-    """``git archive ref`` unpacked into ``dest/tree`` (the old code, importable from there)."""
-    proc = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True)
-    if proc.returncode != 0:
-        sys.exit(f"--ref: git archive {ref} failed: {proc.stderr.decode(errors='replace').strip()[:200]}")
-    dest.mkdir(parents=True, exist_ok=True)
-    tar_path = dest / "tree.tar"
-    tar_path.write_bytes(proc.stdout)
-    with tarfile.open(tar_path) as tar:
-        tar.extractall(dest / "tree")
-    tar_path.unlink()
-    return dest / "tree"
-
-
 def _start(tree: Path, cases_dir: Path, args, workers: int, old: bool):
     payload = json.dumps({"cases_dir": str(cases_dir), "every": args.every, "limit": args.limit,
                           "workers": workers, "samples": args.samples, "max_repairs": args.max_repairs,
                           "time_budget": 1e9 if old else None,  # no cap: load must not cut a search
                           "write_nodes": None if old else args.write_nodes,
                           "fix_nodes": None if old else args.fix_nodes})
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env = child_env(tree)
     return tree, subprocess.Popen([sys.executable, "-c", TRACER, payload], cwd=tree, env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

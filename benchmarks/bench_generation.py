@@ -10,9 +10,9 @@ greedy with the same token limit everywhere, so every way does the same work.
 Without ``--model`` it builds a tiny random model (tracegen.tiny_model) in ``--work-dir`` first;
 no weights are downloaded. Examples:
 
-    python scripts/bench_generation.py                          # CPU, tiny qwen3_5
-    python scripts/bench_generation.py --arch llama --n-prompts 64 --batch-size 32
-    python scripts/bench_generation.py --device cuda --vllm --json-out bench.json   # GPU machine
+    python benchmarks/bench_generation.py                          # CPU, tiny qwen3_5
+    python benchmarks/bench_generation.py --arch llama --n-prompts 64 --batch-size 32
+    python benchmarks/bench_generation.py --device cuda --vllm --json-out bench.json   # GPU machine
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The GPU pipeline check (scripts/device/pipeline_gpu.py) in its CPU dry-run mode: the model
+"""The GPU pipeline check (benchmarks/gpu/pipeline_gpu.py) in its CPU dry-run mode: the model
 folder is built (tiny Qwen3.5 architecture, tokenizer padded to the model's vocabulary), the hf
 way runs the real CLI pipeline on Foofah cases, and the vLLM ways' commands parse, pass the CLI's
 checks and become the expected vLLM engine arguments."""
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "device" / "pipeline_gpu.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "pipeline_gpu.py"
 
 
 def test_dry_run_builds_runs_hf_and_plans_vllm(tmp_path):
@@ -34,9 +34,7 @@ def test_dry_run_builds_runs_hf_and_plans_vllm(tmp_path):
 
 
 def test_filler_tokens_fill_the_vocabulary_and_decode(tmp_path):
-    sys.path.insert(0, str(SCRIPT.parent))
-    from pipeline_gpu import pad_vocabulary
-    from tracegen.tiny_model import _train_tokenizer
+    from tracegen.tiny_model import _train_tokenizer, pad_vocabulary
     from transformers import AutoTokenizer
 
     tok = _train_tokenizer(["abc def ghi " * 20, "table rows and columns"], 400)

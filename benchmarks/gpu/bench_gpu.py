@@ -17,8 +17,8 @@ logs while building and running the model (notably that gated DeltaNet falls bac
 kernels without ``flash-linear-attention`` / ``causal-conv1d``) are printed, not hidden, and
 recorded in the JSON with which of those packages were importable.
 
-    python scripts/device/bench_gpu.py --tiny --device cpu     # smoke test of the whole script
-    bash scripts/device/bench_gpu.sh                           # the real measurement (GPU)
+    python benchmarks/gpu/bench_gpu.py --tiny --device cpu     # smoke test of the whole script
+    bash benchmarks/gpu/bench_gpu.sh                           # the real measurement (GPU)
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The controller phase before and after, on the same trace file, in one run: time, memory, outputs.
 
-    python scripts/bench_controllers.py                     # the quickstart's controllers, old vs new
-    python scripts/bench_controllers.py --repeat 3          # alternate old/new 3 times, report medians
-    python scripts/bench_controllers.py --flags "--seeds 3 --cv-folds 5"   # a heavier controller run
+    python benchmarks/bench_controllers.py                     # the quickstart's controllers, old vs new
+    python benchmarks/bench_controllers.py --repeat 3          # alternate old/new 3 times, report medians
+    python benchmarks/bench_controllers.py --flags "--seeds 3 --cv-folds 5"   # a heavier controller run
 
 The controller phase is what ``live-tool-dagger --generate-traces --train-lora`` does after
 tracing: it is run here as the same command without ``--generate-traces`` (the trace file is
@@ -37,13 +37,11 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from refs import ROOT, child_env, trees  # the old-vs-new helpers of every benchmark
 DEFAULT_REF = "e4bc851"
 DEFAULT_TRACES = ROOT / "results" / "foofah" / "fresh_traces.jsonl"
 MEASURED = ("peak_rss_mb", "peak_cuda_mb")  # memory figures: they vary between runs of the same code
 
-sys.path.insert(0, str(ROOT / "scripts"))
-from bench_synth import export_tree  # noqa: E402  (the old tree, exported the same way)
 
 
 def _tree_rss_mb(pid: int, stop: threading.Event, out: list) -> None:
@@ -69,7 +67,7 @@ def run_once(tree: Path, traces: Path, flags: list[str], work: Path) -> dict:
            "--no-progress", *flags]
     before, peak = resource.getrusage(resource.RUSAGE_CHILDREN), []
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)},
+    proc = subprocess.Popen(cmd, cwd=tree, env=child_env(tree),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stop = threading.Event()
     sampler = None
@@ -145,11 +143,10 @@ def main(argv=None) -> int:
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench_controllers_") as tmp:
         tmp = Path(tmp)
-        trees = {} if args.new_only else {"old": export_tree(args.ref, tmp)}
-        trees["new"] = ROOT
-        runs: dict[str, list[dict]] = {name: [] for name in trees}
+        ways = trees(args.ref, tmp, new_only=args.new_only)
+        runs: dict[str, list[dict]] = {name: [] for name in ways}
         for i in range(args.repeat):
-            for name, tree in trees.items():
+            for name, tree in ways.items():
                 r = run_once(tree, traces, flags, tmp)
                 runs[name].append(r)
                 print(f"  {name} #{i + 1}: wall {r['wall_s']:6.1f} s  cpu {r['cpu_s']:6.1f} s  peak {r['peak_mb']:5.0f} MB "

@@ -10,8 +10,8 @@ Each (base, way) runs in a fresh subprocess so peak memory (max RSS) is its own.
 the visible states of a trace file (default: the committed ``results/foofah/fresh_traces.jsonl``),
 labelled by the oracle as in training.
 
-    python scripts/bench_lora.py                     # tiny base and smollm2, 3 timed steps each
-    python scripts/bench_lora.py --bases tiny --steps 20
+    python benchmarks/bench_lora.py                     # tiny base and smollm2, 3 timed steps each
+    python benchmarks/bench_lora.py --bases tiny --steps 20
 """
 from __future__ import annotations
 
