@@ -148,3 +148,14 @@ def test_values_of_a_parsed_command_are_field_paths():
     vals = values(table, cli.make_parser().parse_args(["--max-model-len", "8192", "--enforce-eager"]))
     assert vals["backend.extra"] == {"max_model_len": 8192, "enforce_eager": True}
     assert vals["rollout.max_repairs"] == 2
+
+
+def test_the_command_itself_refuses_an_unknown_key_of_its_config_file(run_cli, tmp_path):
+    f = tmp_path / "run.toml"
+    f.write_text("max_repairs = 1\nmax_repair = 2\n")
+    r = run_cli("--root", tmp_path / "root", "--config", f, "--generate-traces")
+    assert r.returncode == 2 and r.stderr.strip() == (
+        f"error: --config {f}: unknown key 'max_repair' (keys are flag names without the dashes, e.g. max_repairs)")
+    assert not (tmp_path / "root").exists()
+    help_text = run_cli("--help").stdout
+    assert "--config FILE" in help_text and "--gen-batch-size GEN_BATCH_SIZE" in help_text
