@@ -197,7 +197,7 @@ def check_flags(cfg: RunConfig) -> None:
         try:
             load_study(e.study, known_policies=POLICY_NAMES)
         except StudyError as err:
-            raise UsageError(str(err), "experiment.study") from None
+            raise UsageError(f"`experiment.study` {err}") from None
 
 
 def policy_model(name: str) -> str:
