@@ -11,15 +11,17 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from cases import (CaseError, SplitError, default_split_sizes, load_cases, make_splits, probe_cases,
                    read_split_manifest, resolve_case_set, split_manifest)
 from tracegen.backends import BackendConfig, PartialGeneration, available_backends
+from tracegen.errors import ConfigError, check
 from tracegen.records import TraceFileError, read_traces, repair_torn_tail
 from tracegen.rollout import RolloutConfig
 
+from controller.learn.lora import LoraPolicyConfig
 from controller.study.experiment import ExperimentConfig, run_experiment
 from controller.env.registry import names
 from controller.report.outputs import atomic_write_json, versions, write_cv_predictions, write_predictions
@@ -32,31 +34,91 @@ WARM_MODULES = ("sklearn.linear_model", "sklearn.ensemble", "sklearn.tree", "skl
                 "statsmodels.stats.proportion", "statsmodels.stats.contingency_tables")
 
 
-class UsageError(Exception):
-    """Bad input: the CLI prints the one-line message and exits with status 2."""
+class UsageError(ConfigError):
+    """Bad input found by a run (a case file, a trace file, a split request): one line naming the
+    field (``field``, shown as its flag on the command line) or the file; the CLI exits with 2."""
+
+
+def _f(default, help: str, **meta):
+    return field(default=default, metadata={"help": help, **meta})
 
 
 @dataclass
 class RunConfig:
-    root: str = "."
-    cases: str | None = None  # foofah (default), library, or a directory
-    generate_traces: bool = False
-    resume: bool = False
-    force: bool = False
-    tag: str | None = None
-    limit_total: int | None = None
-    cases_per_family: int | None = None
-    split_seed: int = 0
-    test_families: int | None = None
-    dev_families: int | None = None
-    split_manifest: str | None = None
-    headroom_probe: bool = False  # opt-in: deal headroom families first, read from excluded probe cases
-    workers: int = 2
-    export_sft: bool = False  # write reports/sft/{train,dev}.jsonl (verified attempts, no test split)
-    sft_max_tokens: int = 1024  # leave out longer SFT rows (TRL's default max_length); 0: no limit
+    """One run: where it writes, which cases, how they are split and traced, and the three
+    configs of the stages (``backend``, ``rollout``, ``experiment``). Complete with its defaults:
+    ``RunConfig()`` is the offline quickstart without LoRA; it checks its values when built."""
+
+    root: str = _f(".", "run directory; outputs go to ROOT/reports")
+    cases: str = _f("foofah", "case set: foofah (the Foofah benchmark, 250 files in 50 families; default), library (the "
+                              "generated library, 41 families), or a directory of Foofah-format case files "
+                              "(*.json, *.txt, recursive)")
+    generate_traces: bool = _f(False, "trace the cases with the backend (else reuse the trace file)")
+    resume: bool = _f(False, "continue an existing trace file, skipping cases already in it")
+    force: bool = _f(False, "with --resume: continue even if trace-changing settings differ")
+    tag: str | None = _f(None, "name the trace file fresh_traces_TAG.jsonl")
+    limit_total: int | None = _f(None, "trace at most N cases (dealt round-robin over families)")
+    cases_per_family: int | None = _f(None, "use at most K cases of each family")
+    progress: bool = _f(True, "hide progress (a bar on a terminal; otherwise a plain line when the first case "
+                              "finishes, then every 10 s)", flag="--no-progress")
+    export_sft: bool = _f(False, "write reports/sft/{train,dev}.jsonl: verified attempts as prompt-completion "
+                                 "conversations for TRL's SFTTrainer (nothing from the test split; docs/sft.md)")
+    sft_max_tokens: int = _f(1024, "with --export-sft: leave out conversations longer than N tokens (prompt + "
+                                   "answer, as the backend counted them) and report how many; TRL's default "
+                                   "max_length; 0: no limit")
+    split_seed: int = _f(0, "seed of the family-disjoint split (and of the cross-validation folds)")
+    test_families: int | None = _f(None, "families in the test split (default ~25%)")
+    dev_families: int | None = _f(None, "families in the dev split (default ~20%)")
+    split_manifest: str | None = _f(None, "reuse the split of a saved split_manifest.json")
+    headroom_probe: bool = _f(False, "deal families where a program beats the direct answer over the splits "
+                                     "first; read from one probe case per family, which is then left out of every "
+                                     "score (default: the split depends on the seed and family names only)")
+    workers: int = _f(2, "sandbox worker processes")
     backend: BackendConfig = field(default_factory=BackendConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
+
+    def __post_init__(self) -> None:
+        b, r, e = self.backend, self.rollout, self.experiment
+        check(self.workers > 0, "workers", f"must be > 0, got {self.workers}")
+        for name in ("limit_total", "cases_per_family"):
+            val = getattr(self, name)
+            check(val is None or val > 0, name, f"must be > 0, got {val}")
+        for name in ("test_families", "dev_families"):
+            val = getattr(self, name)
+            check(val is None or val >= 0, name, f"must be >= 0, got {val}")
+        check(self.sft_max_tokens >= 0, "sft_max_tokens", f"must be >= 0 (0: no limit), got {self.sft_max_tokens}")
+        check(not self.resume or self.generate_traces, "resume", "only meaningful with `generate_traces`")
+        if r.program_samples > 1 and b.temperature <= 0 and b.name not in ("synth", "replay"):
+            raise ConfigError(f"`rollout.program_samples` {r.program_samples}: greedy decoding "
+                              f"(`backend.temperature` 0) gives {b.name} the same program every time; sample with "
+                              "`backend.temperature` > 0 (e.g. 0.7)")
+        # derived defaults (new objects: the caller's configs are left as they were)
+        reports = Path(self.root) / "reports"
+        cache = b.cache_dir
+        if cache is None and b.name not in ("synth", "replay"):
+            cache = str(reports / "cache" / "generations")
+        if cache == "none":
+            cache = None
+        if cache != b.cache_dir:
+            self.backend = replace(b, cache_dir=cache)
+        lora = e.lora
+        if lora.cache_dir == LORA_DEFAULTS.cache_dir:
+            lora = replace(lora, cache_dir=str(reports / "cache" / "tiny_base"))
+        changes = {"split_seed": self.split_seed} if e.split_seed != self.split_seed else {}
+        if e.adapters_dir == EXPERIMENT_DEFAULTS.adapters_dir:
+            changes["adapters_dir"] = str(reports / "adapters")
+        if lora is not e.lora:
+            changes["lora"] = lora
+        if not self.progress and e.progress:
+            changes["progress"] = False
+        if changes:
+            self.experiment = replace(e, **changes)
+        if not self.progress and r.progress:
+            self.rollout = replace(r, progress=False)
+
+
+EXPERIMENT_DEFAULTS, LORA_DEFAULTS = ExperimentConfig(), LoraPolicyConfig()
 
 
 # ---- paths ----------------------------------------------------------------------------------
@@ -115,78 +177,42 @@ def trace_config(cfg: RunConfig, cases) -> dict:
 
 
 def check_flags(cfg: RunConfig) -> None:
-    b, r, e = cfg.backend, cfg.rollout, cfg.experiment
+    """What a built config cannot check alone (the registry, files, installed models): raises
+    ``ConfigError`` naming the field. Changes nothing."""
+    b, e = cfg.backend, cfg.experiment
     if b.name not in available_backends():
-        raise UsageError(f"--backend: unknown backend {b.name!r}; choose one of {', '.join(available_backends())}")
-    for flag, val in (("--max-repairs", r.max_repairs), ("--dagger-iters", e.dagger_iters),
-                      ("--cv-folds", e.cv_folds)):
-        if val < 0:
-            raise UsageError(f"{flag}: must be >= 0, got {val}")
-    for flag, val in (("--exec-timeout", r.exec_timeout_s), ("--workers", cfg.workers), ("--wave-size", r.wave_size), ("--program-samples", r.program_samples),
-                      ("--limit-total", cfg.limit_total or 1), ("--cases-per-family", cfg.cases_per_family or 1)):
-        if val <= 0:
-            raise UsageError(f"{flag}: must be > 0, got {val}")
-    if e.cv_folds == 1:
-        raise UsageError("--cv-folds: needs at least 2 folds (or 0 to turn cross-validation off)")
-    if e.cost not in ("generations", "tokens", "work"):
-        raise UsageError(f"--cost: unknown cost model {e.cost!r}; use generations, tokens or work")
-    if e.seeds < 1:
-        raise UsageError(f"--seeds: must be >= 1, got {e.seeds}")
-    if b.name == "vllm" and b.load_in_4bit:
-        raise UsageError("--load-in-4bit: bitsandbytes 4-bit is for --backend hf; vLLM needs a pre-quantized "
-                         "AWQ/GPTQ checkpoint as --model (it reads the checkpoint's quantization config)")
-    if r.program_samples > 1 and b.temperature <= 0 and b.name not in ("synth", "replay"):
-        raise UsageError(f"--program-samples {r.program_samples}: greedy decoding (--temperature 0) gives "
-                         f"{b.name} the same program every time; sample with --temperature > 0 (e.g. 0.7)")
-    for flag, val in (("--tensor-parallel-size", b.tensor_parallel_size), ("--pipeline-parallel-size",
-                      b.pipeline_parallel_size), ("--data-parallel-size", b.data_parallel_size)):
-        if val < 1:
-            raise UsageError(f"{flag}: must be >= 1, got {val}")
-        if val != 1 and b.name != "vllm":
-            raise UsageError(f"{flag}: only --backend vllm reads it (for openai, start the servers with it: "
-                             "vllm serve ... --tensor-parallel-size N)")
-    if b.distributed_executor_backend and b.name != "vllm":
-        raise UsageError("--distributed-executor-backend: only --backend vllm reads it")
-    if b.max_retries < 0 or float(b.extra.get("probe_after_s", 1)) <= 0:
-        raise UsageError("--max-retries: must be >= 0" if b.max_retries < 0 else "--endpoint-cooldown: must be > 0")
+        raise UsageError(f"unknown backend {b.name!r}; choose one of {', '.join(available_backends())}",
+                         "backend.name")
     if b.name == "openai" and b.base_url:
         from tracegen.backends.openai_backend import parse_base_urls
 
         try:
             parse_base_urls(b.base_url)
-        except ValueError as err:
-            raise UsageError(str(err)) from None
-    if b.top_k is not None and b.top_k < 0:
-        raise UsageError(f"--top-k: must be >= 0 (0: off), got {b.top_k}")
-    if e.lora is not None and e.lora.base_model is not None:
-        from tracegen.models import ModelNotInstalled, resolve_model
-
-        try:  # a packaged name (smollm2) becomes its converted folder
-            e.lora.base_model = resolve_model(e.lora.base_model)
-        except ModelNotInstalled as err:
-            raise UsageError(f"--policy-model: {err}") from None
-        p = Path(e.lora.base_model)
-        if not (p / "config.json").is_file():
-            raise UsageError(f"--policy-model: {p} holds no model (no config.json there)")
-    known = names(max_repairs=cfg.rollout.max_repairs)
-    unknown = sorted(set(e.policies or ()) - set(known))
-    if unknown:
-        raise UsageError(f"--policies: unknown policy {unknown[0]!r}; choose from {', '.join(known)}")
-    if cfg.sft_max_tokens < 0:
-        raise UsageError(f"--sft-max-tokens: must be >= 0 (0: no limit), got {cfg.sft_max_tokens}")
-    if cfg.resume and not cfg.generate_traces:
-        raise UsageError("--resume: only meaningful with --generate-traces")
+        except ConfigError as err:
+            raise err.within("backend") from None
+    if e.lora.base_model is not None:
+        policy_model(e.lora.base_model)
     if e.study is not None:
         from controller.study.hypotheses import StudyError, load_study
 
         try:
-            load_study(e.study, known_policies=known)
+            load_study(e.study, known_policies=names(max_repairs=cfg.rollout.max_repairs))
         except StudyError as err:
-            raise UsageError(f"--study {err}") from None
-    if e.split_seeds < 1:
-        raise UsageError(f"--split-seeds: must be >= 1, got {e.split_seeds}")
-    if e.split_seeds > 1 and not e.cv_folds:
-        raise UsageError("--split-seeds: repeats cross-validation; pass --cv-folds F (F >= 2) too")
+            raise UsageError(f"`experiment.study` {err}") from None
+
+
+def policy_model(name: str) -> str:
+    """The folder of the LoRA base ``name`` (a packaged name such as smollm2 becomes its folder)."""
+    from tracegen.models import ModelNotInstalled, resolve_model
+
+    field_ = "experiment.lora.base_model"
+    try:
+        path = Path(resolve_model(name))
+    except ModelNotInstalled as err:
+        raise UsageError(str(err), field_) from None
+    if not (path / "config.json").is_file():
+        raise UsageError(f"{path} holds no model (no config.json there)", field_)
+    return str(path)
 
 
 def split_sizes(cfg: RunConfig, families) -> tuple[int, int]:
@@ -194,12 +220,12 @@ def split_sizes(cfg: RunConfig, families) -> tuple[int, int]:
     try:
         n_test, n_dev = default_split_sizes(len(families))
     except SplitError as err:
-        raise UsageError(f"--cases: {err}") from None
+        raise UsageError(str(err), "cases") from None
     n_test = cfg.test_families if cfg.test_families is not None else n_test
     n_dev = cfg.dev_families if cfg.dev_families is not None else n_dev
     if n_test + n_dev >= len(families):
-        raise UsageError(f"--test-families/--dev-families: {n_test} test + {n_dev} dev families leave no training "
-                         f"family out of {len(families)}")
+        raise UsageError(f"{n_test} test + {n_dev} dev families leave no training family out of {len(families)}"
+                         " (`test_families`/`dev_families`)", "test_families")
     return n_test, n_dev
 
 
@@ -219,7 +245,7 @@ def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[di
         split_families = m["split_families"]
         missing = sorted(set(families) - {f for fs in split_families.values() for f in fs})
         if missing:
-            raise UsageError(f"--split-manifest {cfg.split_manifest}: no split for families {', '.join(missing[:5])}")
+            raise UsageError(f"{cfg.split_manifest}: no split for families {', '.join(missing[:5])}", "split_manifest")
         return split_families, {"source": cfg.split_manifest, "method": m["method"],
                                 "probe_case_ids": m["probe_case_ids"]}
     n_test, n_dev = split_sizes(cfg, families)
@@ -240,7 +266,7 @@ def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[di
         split_families = make_splits(families, n_test=n_test, n_dev=n_dev, seed=cfg.split_seed,
                                      headroom=info["headroom"])
     except SplitError as err:
-        raise UsageError(f"--test-families/--dev-families: {err}") from None
+        raise UsageError(f"{err} (`dev_families`)", "test_families") from None
     return split_families, info
 
 
@@ -302,8 +328,8 @@ def _check_trace_file(cfg: RunConfig, tcfg: dict, log) -> tuple[frozenset[str], 
                 old = json.loads(cpath.read_text())["trace_config"]
                 diffs = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in tcfg.items() if old.get(k) != v]
                 if diffs:
-                    raise UsageError(f"--resume: {path} was made with other settings ({'; '.join(diffs)}); "
-                                     "pass --force to continue it anyway")
+                    raise UsageError(f"{path} was made with other settings ({'; '.join(diffs)}); "
+                                     "set `force` to continue it anyway", "resume")
             return frozenset(r["case_id"] for r in read_traces(path, warn=log)), None
     except TraceFileError as err:
         raise UsageError(str(err)) from None
@@ -319,14 +345,29 @@ def _start_trace_file(cfg: RunConfig, log) -> None:
             log(f"{path}: dropped a torn last line ({dropped} bytes) left by an interrupted run")
 
 
-def _slice_synth_waves(cfg: RunConfig) -> None:
-    """The synthesizer streams its answers (``Backend.generate_iter``): it gets each round of a wave
-    whole and the rollout checks and counts its answers 8 per worker at a time as they finish, so
-    progress advances within a wave without the pool waiting at each slice's end."""
+def _prepared(cfg: RunConfig) -> RunConfig:
+    """The config this run works with, a copy (the caller's stays as it was): the LoRA base
+    resolved to its folder; the synthesizer's waves sliced (it streams its answers,
+    ``Backend.generate_iter``: it gets each round of a wave whole and the rollout checks and counts
+    its answers 8 per worker at a time as they finish, so progress advances within a wave without
+    the pool waiting at each slice's end); the LoRA bar only on a terminal (a log file would get one
+    line per step); a resumed or re-analysed run keeps its split."""
+    from tracegen.progress import is_terminal
+
+    changes = {}
+    e = cfg.experiment
+    if e.lora.base_model is not None or (e.progress and not is_terminal()):
+        lora = replace(e.lora, base_model=policy_model(e.lora.base_model)) if e.lora.base_model else e.lora
+        changes["experiment"] = replace(e, lora=lora, progress=e.progress and is_terminal())
     if cfg.backend.name == "synth" and not cfg.rollout.request_slice:
         from tracegen.backends.synth import workers
 
-        cfg.rollout.request_slice = 8 * workers(cfg.backend)
+        changes["rollout"] = replace(cfg.rollout, request_slice=8 * workers(cfg.backend))
+    manifest = _reports(cfg) / "split_manifest.json"
+    if ((cfg.resume or not cfg.generate_traces) and not cfg.split_manifest and manifest.exists()
+            and trace_path(cfg).exists()):
+        changes["split_manifest"] = str(manifest)
+    return replace(cfg, **changes) if changes else cfg
 
 
 def _open_backend(cfg: RunConfig):
@@ -339,12 +380,14 @@ def _open_backend(cfg: RunConfig):
         try:  # offline and not cached: fail now, not after the hub client's retries
             check_hub_model(cfg.backend.model)
         except ModelNotInstalled as err:
-            raise UsageError(f"--backend hf: {err}") from None
+            raise UsageError(f"`backend.name` hf: {err}") from None
     try:
         backend = get_backend(cfg.backend)
+    except ConfigError as err:  # a field the backend cannot work with
+        raise err.within("backend") from None
     except (ValueError, OSError, ImportError) as err:
         detail = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise UsageError(f"--backend {cfg.backend.name}: {detail}") from None
+        raise UsageError(f"`backend.name` {cfg.backend.name}: {detail}") from None
     from tracegen.backends.cache import maybe_cached
 
     if cfg.backend.name == "synth":  # deterministic: the split probe and the rollout share its work
@@ -382,23 +425,19 @@ def _traces_started_utc(cfg: RunConfig) -> str | None:
 def run(cfg: RunConfig, log=print) -> dict:
     t0 = time.monotonic()
     check_flags(cfg)
-    _slice_synth_waves(cfg)
-    cfg.experiment.split_seed = cfg.split_seed  # CV folds are seeded like the split: one flag, --split-seed
+    cfg = _prepared(cfg)
     try:
         _, cases_dir = resolve_case_set(cfg.cases)
         all_cases = load_cases(cases_dir)
     except CaseError as err:
-        raise UsageError(f"--cases: {err}") from None
+        raise UsageError(str(err), "cases") from None
     cases = select_cases(all_cases, cfg.cases_per_family, cfg.limit_total)
     tcfg = trace_config(cfg, cases)
     path = trace_path(cfg)
     if not cfg.generate_traces and not path.exists():
-        raise UsageError(f"{path}: no traces yet; pass --generate-traces")
+        raise UsageError(f"{path}: no traces yet; set `generate_traces`")
 
     manifest = _reports(cfg) / "split_manifest.json"
-    reuse = cfg.resume or not cfg.generate_traces
-    if reuse and not cfg.split_manifest and manifest.exists() and path.exists():
-        cfg.split_manifest = str(manifest)  # a resumed or re-analysed run keeps its split
     # the LoRA worker starts now, importing while the trace file is read and checked, or while
     # tracing runs (then niced: tracing keeps the cores busy, the imports take their idle moments)
     worker = _start_lora_worker(cfg, nice=TRACING_NICE if cfg.generate_traces else 0)
@@ -413,12 +452,26 @@ def run(cfg: RunConfig, log=print) -> dict:
     except PartialGeneration as err:
         # a request the endpoint refuses for good (e.g. HTTP 400): the finished generations are
         # cached, so fixing the cause and rerunning with --resume pays only for the rest
-        raise UsageError(f"--backend {cfg.backend.name}: {str(err).splitlines()[0]}; fix it and rerun with --resume") from None
+        raise UsageError(f"`backend.name` {cfg.backend.name}: {str(err).splitlines()[0]}; fix it and rerun with `resume`") from None
     finally:
         if backend is not None:
             backend.close()
         if worker is not None:
             worker.close()
+
+
+def analyze(records, experiment: ExperimentConfig | None = None, log=print) -> tuple[dict, dict]:
+    """The study alone, on trace records already in memory (each with its ``split``: train, dev,
+    test or unassigned): every controller trained, simulated and compared as a run does after
+    tracing. Returns ``(summary, outcomes)``: the summary's study keys (``policy_results``,
+    ``paired_tests``, ``headroom``, ...; a run adds ``config``, ``versions`` and ``timing``) and,
+    per policy, one outcome per case. Writes nothing but LoRA adapters under ``adapters_dir``."""
+    e = experiment or ExperimentConfig()
+    if e.lora.base_model is not None:
+        e = replace(e, lora=replace(e.lora, base_model=policy_model(e.lora.base_model)))
+    if e.study is not None:
+        check_flags(RunConfig(experiment=e))
+    return run_experiment(records, e, log=log)
 
 
 def _start_lora_worker(cfg: RunConfig, nice: int = 0):
@@ -541,7 +594,6 @@ def write_outputs(cfg: RunConfig, result, records, timing, t0, log) -> dict:
         per_seed = [{"split_seed": s, "records": [{**o, "policy": p} for p, outs in result.cv_pooled.items()
                                                   for o in outs]}]
     exp = asdict(cfg.experiment)
-    exp["lora"] = asdict(cfg.experiment.lora) if cfg.experiment.lora is not None else None
     full = {
         "config": {"cases": cfg.cases or "foofah", "case_set": resolve_case_set(cfg.cases)[0], "backend": asdict(cfg.backend), "rollout": asdict(cfg.rollout),
                    "experiment": exp, "split_seed": cfg.split_seed, "tag": cfg.tag, "trace_file": trace_path(cfg).name},

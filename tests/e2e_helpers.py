@@ -1,8 +1,10 @@
-"""Small case sets cut from the shipped library, for end-to-end tests."""
+"""Small case sets cut from the shipped library, and the command's path, for end-to-end tests."""
 import shutil
 from pathlib import Path
 
-LIBRARY = Path(__file__).resolve().parent.parent / "cases" / "data"
+REPO = Path(__file__).resolve().parent.parent
+LIBRARY = REPO / "cases" / "data"
+CLI = REPO / "scripts" / "run_live_tool_dagger.py"  # the command from a checkout, run as a child
 
 
 def small_case_dir(dst: Path, families: int = 10, per_family: int = 2) -> Path:

@@ -17,6 +17,7 @@ from cases import Case, tables_equal
 
 from .backends import Backend, GenerationRequest, Task
 from .conversations import round_feedback, round_messages
+from .errors import check
 from .grading import hidden_block
 from .parsing import parse_code, parse_table
 from .progress import Progress
@@ -26,20 +27,35 @@ from .records import SCHEMA_VERSION, append_record
 
 @dataclass
 class RolloutConfig:
-    max_repairs: int = 2
-    exec_timeout_s: float = 1.5
-    memory_mb: int = 256
-    wave_size: int = 64
-    progress_every: int = 0  # print a one-line status every N cases (0: the bar, or a line every 10 s off a terminal)
-    progress: bool = True
-    program_samples: int = 1  # independent program samples per case, each repaired (K > 1 adds ``samples``)
-    repair_history: bool = False  # FIX prompts show every earlier attempt of the sample, not just the latest
+    max_repairs: int = field(default=2, metadata={"help": "repair rounds after the first program"})
+    exec_timeout_s: float = field(default=1.5, metadata={"help": "seconds per program run in the sandbox",
+                                                         "flag": "--exec-timeout"})
+    memory_mb: int = field(default=256, metadata={"help": "memory limit per program run"})
+    wave_size: int = field(default=64, metadata={
+        "help": "cases per wave (a backend batch); a kill loses at most one wave"})
+    progress_every: int = field(default=0, metadata={
+        "help": "print a status line every N traced cases (0: the bar, or a line every 10 s off a terminal)"})
+    progress: bool = True  # the run's --no-progress turns it off
+    program_samples: int = field(default=1, metadata={
+        "help": "independent program samples per case (K), each repaired while failing; K > 1 adds the RESAMPLE "
+                "action and the cross_check and resample_visible policies (resample_visible is matched to "
+                "always-tool in program generations, not in work); model backends need sampling (--temperature > 0)"})
+    repair_history: bool = field(default=False, metadata={
+        "help": "repair prompts show every earlier attempt and its feedback, not only the latest (changes FIX "
+                "prompts: new generations)"})
     # requests per backend call within a wave (0: the whole wave in one call); with a backend that
     # streams its answers (synth), the whole wave goes in one call and this many answers at a time
     # are checked and counted. Smaller slices let progress advance as cases finish; batching
     # backends (hf, vllm) want whole waves, and hf's batch composition (so its sampling seeds)
     # follows the call, so only synth slices by default.
     request_slice: int = 0
+
+    def __post_init__(self) -> None:
+        check(self.max_repairs >= 0, "max_repairs", f"must be >= 0, got {self.max_repairs}")
+        for name in ("exec_timeout_s", "memory_mb", "wave_size", "program_samples"):
+            check(getattr(self, name) > 0, name, f"must be > 0, got {getattr(self, name)}")
+        for name in ("progress_every", "request_slice"):
+            check(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
 
 
 @dataclass

@@ -24,6 +24,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 MARKER = "tiny_build.json"
@@ -236,3 +237,33 @@ def build_tiny_model(
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
+
+
+def pad_vocabulary(folder, size: int) -> int:
+    """Give the folder's tokenizer exactly ``size`` ids: filler tokens (distinct strings of the
+    byte-level alphabet, never produced by encoding since no merge makes them) fill the ids the
+    trained vocabulary leaves free. Returns how many were added."""
+    path = Path(folder) / "tokenizer.json"
+    tok = json.loads(path.read_text())
+    vocab = tok["model"]["vocab"]
+    for a in tok.get("added_tokens", []):
+        # an added token outside the model's vocabulary would be renumbered past it on loading
+        vocab.setdefault(a["content"], a["id"])
+    taken = set(vocab.values())
+    free = [i for i in range(size) if i not in taken]
+    alphabet = "abcdefghijklmnopqrstuvwxyz"
+    n = 0
+    for i in free:
+        j, word = i, ""
+        while True:  # base-26 spelling of the id: distinct, and reads as a word when decoded
+            word = alphabet[j % 26] + word
+            j //= 26
+            if not j:
+                break
+        name = "\u0120" + word  # Ġ is the byte-level space: it decodes to " word"
+        while name in vocab:  # a trained token spelled the same: make it longer
+            name += "q"
+        vocab[name] = i
+        n += 1
+    path.write_text(json.dumps(tok, ensure_ascii=False))
+    return n

@@ -23,7 +23,7 @@ Simplifications, stated:
   ``eval_every`` steps; training stops after ``patience`` evaluations without improvement and the
   adapter weights of the best evaluation are restored (early stopping on dev).
 * Only the positions that predict action tokens get logits (``lora_scoring``): the speed and memory
-  figures of ``scripts/bench_lora.py`` compare that with computing them everywhere.
+  figures of ``benchmarks/bench_lora.py`` compare that with computing them everywhere.
 
 On CPU a training run is deterministic for a seed (and thread count): the RNG is forked and
 seeded, batches come from a seeded generator, and deterministic algorithms are on for the run.
@@ -43,6 +43,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tracegen.errors import check
+
 from controller.learn.lora_scoring import (ACTIONS, action_token_ids, ensure_pad_token,
                                      render_tokens_estimate, resolve_score_mode, score_actions)
 
@@ -58,29 +60,32 @@ _TARGET_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
 @dataclass
 class LoraPolicyConfig:
     base_model: str | None = field(default=None, metadata={
-        "help": "path to a local HF causal LM; None builds the tiny Qwen3.5-architecture model"})
+        "help": "local base model for the LoRA policy (a folder, or a packaged name such as smollm2; default: a "
+                "tiny Qwen3.5-architecture model built offline)", "flag": "--policy-model"})
     cache_dir: str = field(default="reports/cache/tiny_base", metadata={
-        "help": "where the tiny default base is built (reused when already there)"})
-    max_steps: int = field(default=120, metadata={"help": "optimizer steps"})
+        "help": "where the tiny default base is built (reused when already there)", "cli": False})
+    max_steps: int = field(default=120, metadata={"help": "LoRA optimizer steps"})
     learning_rate: float = field(default=2e-3, metadata={
-        "help": "AdamW peak learning rate (high because the tiny base starts from random)"})
-    batch_size: int = field(default=16, metadata={"help": "examples per micro-batch"})
-    grad_accum: int = field(default=1, metadata={"help": "micro-batches per optimizer step"})
-    max_length: int = field(default=256, metadata={"help": "max tokens per scored sequence"})
+        "help": "LoRA AdamW peak learning rate (high because the tiny base starts from random)"})
+    batch_size: int = field(default=16, metadata={"help": "LoRA batch size (examples per micro-batch)"})
+    grad_accum: int = field(default=1, metadata={"help": "LoRA gradient accumulation steps (micro-batches per step)"})
+    max_length: int = field(default=256, metadata={"help": "LoRA prompt length limit in tokens"})
     lora_r: int = field(default=8, metadata={"help": "LoRA rank"})
     lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling numerator"})
     lora_dropout: float = field(default=0.05, metadata={"help": "dropout on the LoRA input"})
-    seed: int = field(default=0, metadata={"help": "seed for LoRA init, batch order, shuffling"})
-    device: str = field(default="auto", metadata={"help": "'auto' (cuda if available), 'cpu', 'cuda'"})
+    seed: int = field(default=0, metadata={"help": "seed for LoRA init, batch order, shuffling (the run's seed)",
+                                           "cli": False})
+    device: str = field(default="auto", metadata={"help": "LoRA training device: auto (cuda if available), cpu, cuda",
+                                                  "flag": "--lora-device"})
     cpu_threads: int = field(default=0, metadata={
         "help": "torch threads on CPU; 0: one thread for bases under 10M parameters (their "
                 "matrices gain nothing from threads, which stall on a busy CPU), else torch's default"})
     eval_batch_size: int = field(default=64, metadata={"help": "prompts per scoring batch"})
     shuffle_labels: bool = field(default=False, metadata={
-        "help": "the shuffled-label control: permute labels across examples before training"})
+        "help": "the shuffled-label control: permute labels across examples before training", "cli": False})
     lora_layers: int = field(default=0, metadata={
-        "help": "adapt only the last N decoder layers (0: all). Autograd then stops below them, so a "
-                "step's backward pass covers N layers instead of all of them"})
+        "help": "adapt only the last N decoder layers (0: all); cuts the backward pass on a real base, e.g. 8 of "
+                "SmolLM2's 30 (autograd stops below them)"})
     score_mode: str = field(default="auto", metadata={
         "help": "auto, first_token or sequence (see controller/learn/lora_scoring.py)"})
     eval_every: int = field(default=20, metadata={
@@ -90,14 +95,13 @@ class LoraPolicyConfig:
                 "evaluation that does not improve; the best adapter is restored either way)"})
 
     def __post_init__(self) -> None:
-        if self.max_steps < 1 or self.batch_size < 1 or self.grad_accum < 1:
-            raise ValueError("max_steps, batch_size and grad_accum must be >= 1")
-        if self.max_length < 8:
-            raise ValueError("max_length must be >= 8")
-        if self.lora_layers < 0:
-            raise ValueError("lora_layers must be >= 0")
-        if self.eval_every < 0 or self.patience < 1:
-            raise ValueError("eval_every must be >= 0 and patience >= 1")
+        for name in ("max_steps", "batch_size", "grad_accum", "lora_r", "patience", "eval_batch_size"):
+            check(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
+        check(self.max_length >= 8, "max_length", f"must be >= 8, got {self.max_length}")
+        check(self.learning_rate > 0, "learning_rate", f"must be > 0, got {self.learning_rate}")
+        check(0 <= self.lora_dropout < 1, "lora_dropout", f"must be in [0, 1), got {self.lora_dropout}")
+        for name in ("lora_layers", "eval_every", "cpu_threads"):
+            check(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ def score_actions(
 
     Differentiable (the caller picks train or inference mode). Raises ValueError on a length
     mismatch, an empty valid set or an unknown action. ``all_logits`` computes the logits at every
-    position as the trainer once did (only ``scripts/bench_lora.py`` uses it, as the baseline).
+    position as the trainer once did (only ``benchmarks/bench_lora.py`` uses it, as the baseline).
     """
     import torch
 

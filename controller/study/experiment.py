@@ -20,13 +20,16 @@ from typing import Callable
 
 from tracegen.grading import program_right
 
-from controller.env.cost import cost_units, unit
+from tracegen.errors import check
+
+from controller.env.cost import COST_KINDS, cost_units, unit
 from controller.learn.dagger import run_dagger
+from controller.learn.lora import LoraPolicyConfig
 from controller.learn.lora_policy import LoraAdapter, lora_fit
 from controller.study.failures import failure_breakdown, repair_pass_rates
 from controller.learn.nulls import commit_any_headroom, train_nulls
 from controller.env.policies import Oracle
-from controller.env.registry import BEST_FIXED, ORACLE, REGISTRY, fixed_policies, names
+from controller.env.registry import BEST_FIXED, ORACLE, REGISTRY, fixed_policies, names, spec
 from controller.learn.best_fixed import choose_best_fixed
 from controller.env.resample import has_samples
 from controller.learn.cost_rule import LAMBDAS, fit_learned_rule
@@ -49,31 +52,62 @@ def max_repairs(records) -> int:
 
 @dataclass
 class ExperimentConfig:
-    seed: int = field(default=0, metadata={"help": "seed for every learner and resampling"})
-    train_lora: bool = field(default=False, metadata={"help": "train the LoRA sequence policy"})
-    train_shuffled_lora: bool = field(default=False, metadata={"help": "train the shuffled-label LoRA control"})
-    dagger_iters: int = field(default=0, metadata={"help": "DAgger iterations after iteration 0 (0: off)"})
-    dagger_beta: float = field(default=0.5, metadata={"help": "initial oracle mixing rate, annealed to 0"})
+    seed: int = field(default=0, metadata={"help": "seed for sampling and for every learner", "flag": "--seed"})
+    train_lora: bool = field(default=False, metadata={"help": "train the LoRA sequence policy (lora_seq_policy)"})
+    train_shuffled_lora: bool = field(default=False, metadata={
+        "help": "train the shuffled-label control (lora_shuffled_seq)"})
+    dagger_iters: int = field(default=0, metadata={"help": "DAgger iterations after the oracle-trajectory start"})
+    dagger_beta: float = field(default=0.5, metadata={"help": "DAgger initial oracle mixing rate (annealed to 0)"})
     cv_folds: int = field(default=0, metadata={"help": "family-level cross-validation folds (0: off)"})
-    cost: str = field(default="generations", metadata={"help": "cost model: generations, tokens or work"})
-    seeds: int = field(default=1, metadata={"help": "retrain every learned controller with seeds seed..seed+N-1"})
-    frontier_lambdas: tuple = field(default=(0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0),
-                                    metadata={"help": "prices of tools swept for the rule's frontier"})
-    rule_lambdas: tuple = field(default=LAMBDAS, metadata={
-        "help": "prices of tools (value = right - price x cost) the learned rule chooses from on dev"})
+    cost: str = field(default="generations", metadata={
+        "help": "cost model for the oracle labels, the learners and the budget frontier: generations (program "
+                "rounds), tokens (completion tokens) or work (search nodes for synth, completion tokens for models)"})
+    seeds: int = field(default=1, metadata={"help": "retrain every learned controller and the shuffled control "
+                                                    "with seeds SEED..SEED+N-1 and report mean [min, max]"})
+    frontier_lambdas: tuple[float, ...] = field(default=(0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0),
+                                                metadata={"help": "prices of tools swept for the rule's frontier"})
+    rule_lambdas: tuple[float, ...] = field(default=LAMBDAS, metadata={
+        "help": "prices of tools (value = right - price x cost per case) the learned rule chooses from on dev"})
     margin: float = field(default=0.02, metadata={
         "help": "accuracy margin (share of cases) of the learned rule's dev guard against always-tool"})
-    lora_frontier_lambdas: tuple = field(default=(), metadata={
-        "help": "trade-off weights for the LoRA frontier (one training each); empty (the default): none"})
-    policies: tuple | None = field(default=None, metadata={"help": "report only these policies (default: all)"})
+    lora_frontier_lambdas: tuple[float, ...] = field(default=(), metadata={
+        "help": "with --train-lora: prices of tools at which the LoRA policy is retrained for its accuracy-vs-cost "
+                "frontier, e.g. 0.02,0.1 (one training each; default: none, the quickstart trains the policy once)",
+        "flag": "--lora-frontier"})
+    policies: tuple[str, ...] | None = field(default=None, metadata={
+        "help": "comma-separated policies to report (default: all that were run)"})
     progress: bool = True
     bootstrap_resamples: int = 2000
-    lora: object = None  # controller.lora.LoraPolicyConfig, built by the CLI
+    lora: LoraPolicyConfig = field(default_factory=LoraPolicyConfig)
     adapters_dir: str = "reports/adapters"
-    study: str | None = field(default=None, metadata={"help": "study file (TOML/JSON): pre-registered hypotheses"})
-    split_seed: int = field(default=0, metadata={"help": "fold seed of cross-validation (the run's --split-seed)"})
-    split_seeds: int = field(default=1, metadata={"help": "repeat cross-validation with fold seeds "
-                                                          "split_seed..split_seed+N-1 and report the spread"})
+    study: str | None = field(default=None, metadata={
+        "help": "study file (TOML or JSON, e.g. studies/foofah.toml): the primary hypotheses and cost unit; "
+                "pre-registered only when committed before the traces started (default: a built-in study, not "
+                "registered)", "metavar": "FILE"})
+    split_seed: int = 0  # fold seed of cross-validation: a run sets it to its split_seed
+    split_seeds: int = field(default=1, metadata={"help": "with --cv-folds: repeat cross-validation with N fold "
+                                                          "assignments (fold seeds SPLIT_SEED..SPLIT_SEED+N-1) and "
+                                                          "report every CV result's spread"})
+
+    def __post_init__(self) -> None:
+        for name in ("dagger_iters", "cv_folds"):
+            check(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
+        check(self.cv_folds != 1, "cv_folds", "needs at least 2 folds (or 0 to turn cross-validation off)")
+        check(0 <= self.dagger_beta <= 1, "dagger_beta", f"must be in [0, 1], got {self.dagger_beta}")
+        check(self.cost in COST_KINDS, "cost", f"unknown cost model {self.cost!r}; use {', '.join(COST_KINDS)}")
+        for name in ("seeds", "split_seeds"):
+            check(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
+        check(self.split_seeds == 1 or self.cv_folds, "split_seeds",
+              "repeats cross-validation; set `cv_folds` (>= 2) too")
+        unknown = sorted(p for p in self.policies or () if spec(p) is None)
+        check(not unknown, "policies", f"unknown policy {unknown[0]!r}; choose from {', '.join(POLICY_NAMES)}"
+              if unknown else "")
+        bad = [w for w in (*self.frontier_lambdas, *self.lora_frontier_lambdas) if w < 0]
+        check(not bad, "lora_frontier_lambdas" if set(bad) & set(self.lora_frontier_lambdas) else "frontier_lambdas",
+              f"trade-off weights must be >= 0, got {bad[0] if bad else 0}")
+        check(bool(self.rule_lambdas) and min(self.rule_lambdas) >= 0, "rule_lambdas",
+              f"needs at least one price, each >= 0, got {self.rule_lambdas}")
+        check(0 <= self.margin < 1, "margin", f"must be in [0, 1), got {self.margin}")
 
 
 def by_split(records):
@@ -284,8 +318,8 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     rule_frontier = _frontier(rule_fit, env, cfg.frontier_lambdas, cfg,
                               known={info["learned_rule"]["price"]["lambda"]: learned["learned_rule"]})
     rule_frontier_s = time.monotonic() - t
-    cv_parts, cv_timing, cv_pooled, per_seed = (_cross_validation(records, cfg, log, worker) if cfg.cv_folds
-                                                 else ({}, {}, {}, None))
+    cv_parts, cv_timing, cv_pooled, seed_records = (_cross_validation(records, cfg, log, worker) if cfg.cv_folds
+                                                     else ({}, {}, {}, None))
 
     # --- simulate every policy on every split ---------------------------------------------
     if has_samples(_scored(records)):  # --program-samples K > 1: policies that RESAMPLE
@@ -344,12 +378,12 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     summary["failures"] = failure_breakdown(records, outcomes)
     summary["repair_rounds"] = repair_pass_rates(records)
     t = time.monotonic()
-    summary.update(study_sections(records, outcomes, summary, cv_pooled=cv_pooled, split_seed_records=per_seed,
+    summary.update(study_sections(records, outcomes, summary, cv_pooled=cv_pooled, split_seed_records=seed_records,
                                   study=cfg.study, cost=cfg.cost, seed=cfg.seed))
     timing["study_s"] = round(time.monotonic() - t, 2)
     timing["controllers_total_s"] = round(time.monotonic() - t0, 2)
     summary["timing"] = timing
-    return ExperimentResult(summary, outcomes, cv_pooled, per_seed)
+    return ExperimentResult(summary, outcomes, cv_pooled, seed_records)
 
 
 def _cross_validation(records, cfg: ExperimentConfig, log, worker=None) -> tuple[dict, dict, dict, list | None]:

@@ -2,7 +2,7 @@
 tests/data/v1_library_traces.jsonl (a library run written before trace schema v2).
 
 Run it from a checkout of the code BEFORE the tree environment (the pilot's chain, e.g. commit
-048e674), so the golden file says what the chain gives; tests/test_tree_rollout.py checks that the
+048e674), so the golden file says what the chain gives; tests/tracegen/test_tree_rollout.py checks that the
 tree environment with --program-samples 1 reproduces it:
 
     PYTHONPATH=$PWD python tests/data/make_chain_golden.py tests/data/chain_golden.json

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import importlib
 
+from tracegen.errors import ConfigError
+
 from .base import Backend, BackendConfig, Completion, Feedback, GenerationRequest, PartialGeneration, Task
 
 # name -> "module:Class"; heavy modules (torch, vllm, http) load only when their backend is chosen
@@ -28,6 +30,6 @@ def get_backend(config: BackendConfig) -> Backend:
 
 
 __all__ = [
-    "Backend", "BackendConfig", "Completion", "Feedback", "GenerationRequest", "PartialGeneration", "Task",
+    "Backend", "BackendConfig", "ConfigError", "Completion", "Feedback", "GenerationRequest", "PartialGeneration", "Task",
     "available_backends", "get_backend",
 ]

@@ -9,6 +9,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Iterator, Literal
 
+from tracegen.errors import ConfigError, check
+
 Table = list[list[str]]
 RequestKind = Literal["direct", "write", "fix"]
 
@@ -60,46 +62,110 @@ class Completion:
     search_nodes: int = 0  # synth only: search nodes spent on this completion (model backends: 0)
 
 
+def _f(default, help: str, **meta):
+    """A config field with its help text (and, for the CLI, an optional ``flag`` alias)."""
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help, **meta})
+    return field(default=default, metadata={"help": help, **meta})
+
+
+# engine options kept in ``BackendConfig.extra`` (set only when given): key -> (type, flag, help)
+EXTRA_OPTIONS = {
+    "max_model_len": (int, "--max-model-len", "vllm: context length to reserve (default: the model's, 262144 "
+                      "for Qwen3.5; e.g. 8192 saves most KV-cache memory)"),
+    "gpu_memory_utilization": (float, "--gpu-memory-utilization", "vllm: share of GPU memory the engine may "
+                               "take (default: 0.85)"),
+    "enforce_eager": (bool, "--enforce-eager", "vllm: skip CUDA graph capture (faster start, slower decoding)"),
+    "language_model_only": (bool, "--language-model-only", "vllm: load only the language model of a "
+                            "multimodal checkpoint (skips Qwen3.5's vision tower)"),
+    "load_format": (str, "--load-format", "vllm: weight loading format passed to vLLM; 'dummy' builds random "
+                    "weights (throughput checks without a checkpoint)"),
+    "probe_after_s": (float, "--endpoint-cooldown", "openai: seconds an endpoint that failed 3 times in a row "
+                      "stays out of rotation before one request probes it, doubling while it fails (default: 10)"),
+}
+VLLM_ONLY = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+
+
 @dataclass
 class BackendConfig:
     """Everything a backend may need; each backend reads the fields it uses."""
 
-    name: str = "synth"
-    model: str | None = None
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int | None = None  # None: the model's generation config (no top-k when it sets none)
-    seed: int = 0
-    max_new_tokens: int = 1024
-    batch_size: int = 8
-    concurrency: int = 8
-    enable_thinking: bool = False
-    load_in_4bit: bool = False
-    dtype: str = "auto"
-    device: str = "auto"
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    request_timeout_s: float = 120.0
-    chat_template_kwargs: bool = True  # send enable_thinking to the template (off: servers that reject it)
-    max_retries: int = 5
-    replay_path: str | None = None
-    cache_dir: str | None = None  # generation cache; None disables it
+    name: str = _f("synth", "synth (offline), hf, vllm, openai, replay", flag="--backend")
+    model: str | None = _f(None, "model name or local path (hf, vllm, openai)")
+    temperature: float = _f(0.0, "sampling temperature (0: greedy)")
+    top_p: float = _f(1.0, "nucleus sampling p")
+    top_k: int | None = _f(None, "top-k sampling (hf, vllm, openai alike; default: the model's generation "
+                                 "config, or no top-k when it sets none; 0 turns it off)")
+    seed: int = _f(0, "seed for sampling and for every learner")
+    max_new_tokens: int = _f(1024, "generation limit per completion")
+    batch_size: int = _f(8, "hf: prompts per generate call", flag="--gen-batch-size")
+    concurrency: int = _f(8, "openai: requests in flight per endpoint")
+    enable_thinking: bool = _f(False, "let Qwen3.5 think before answering (chat template flag)")
+    load_in_4bit: bool = _f(False, "hf: 4-bit weights with bitsandbytes (GPU only; vllm refuses it: give vllm "
+                                   "a pre-quantized AWQ/GPTQ checkpoint instead)")
+    dtype: str = _f("auto", "hf, vllm: weight dtype auto (bf16 on GPU, fp32 on CPU), bfloat16, float16 or float32")
+    device: str = _f("auto", "hf: auto (cuda when available), cpu, cuda or cuda:N")
+    base_url: str | None = _f(None, "openai: endpoint, e.g. http://127.0.0.1:8000/v1; several: comma-separated, "
+                                    "the flag repeated, or @FILE (one URL a line), requests spread by outstanding load",
+                              repeat=",")
+    api_key_env: str = _f("OPENAI_API_KEY", "openai: environment variable holding the key")
+    request_timeout_s: float = _f(120.0, "openai: seconds per HTTP request", flag="--request-timeout")
+    chat_template_kwargs: bool = _f(True, "do not pass enable_thinking to the chat template (openai: omit the "
+                                          "chat_template_kwargs field that some servers reject)",
+                                    flag="--no-chat-template-kwargs")
+    max_retries: int = _f(5, "openai: backoff retries per request once it has tried every endpoint in rotation")
+    replay_path: str | None = _f(None, "replay: the trace file whose raw outputs are re-parsed and re-run",
+                                 flag="--replay")
+    cache_dir: str | None = _f(None, "generation cache directory (default for model backends: "
+                                     "ROOT/reports/cache/generations; 'none' disables)")
     # synth only: search budgets count nodes (deterministic); a wall-clock cap per search is off
     # (None) unless asked for, and a search it stops says so (finish_reason "budget")
-    synth_write_nodes: int = 100
-    synth_fix_nodes: int = 40_000  # see docs/synthesizer.md
-    synth_time_budget_s: float | None = None
+    synth_write_nodes: int = _f(100, "synth: search nodes for WRITE")
+    synth_fix_nodes: int = _f(40_000, "synth: search nodes for each FIX (the search behind a chain's repairs; "
+                                      "see docs/synthesizer.md)")
+    synth_time_budget_s: float | None = _f(None, "synth: wall-clock cap per search, seconds (default: none, so "
+                                                 "traces do not depend on load; a search it stops is recorded as "
+                                                 "finish_reason 'budget')", flag="--synth-time-budget")
     # vllm parallelism, passed unchanged to vLLM's own engine arguments (no process farm here):
     # tensor and pipeline parallel split one engine over GPUs, data parallel runs replicas of it
     # (vLLM's AsyncLLM with its own DP coordinator); the executor is "mp" or "ray" (None: vLLM's choice)
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    data_parallel_size: int = 1
-    distributed_executor_backend: str | None = None
-    # engine options: vllm reads max_model_len, gpu_memory_utilization, enforce_eager,
-    # language_model_only, load_format (and a legacy tensor_parallel_size); openai reads
-    # retry_base_s, retry_max_s, fail_threshold, probe_after_s
-    extra: dict = field(default_factory=dict)
+    tensor_parallel_size: int = _f(1, "vllm: GPUs one engine's layers are split over (vLLM's "
+                                      "tensor_parallel_size; changes floating point, so it is in the cache key)")
+    pipeline_parallel_size: int = _f(1, "vllm: pipeline stages of one engine (vLLM's pipeline_parallel_size; "
+                                        "with Ray, stages may sit on different nodes)")
+    data_parallel_size: int = _f(1, "vllm: engine replicas, each of tensor x pipeline GPUs, that vLLM balances "
+                                    "requests over (vLLM's data_parallel_size, run by its AsyncLLM)")
+    distributed_executor_backend: str | None = _f(None, "vllm: how vLLM starts its workers: mp (one node) or ray "
+                                                        "(a Ray cluster, several nodes); default: vLLM's choice",
+                                                  choices=("mp", "ray"))
+    # engine options (EXTRA_OPTIONS): vllm reads max_model_len, gpu_memory_utilization,
+    # enforce_eager, language_model_only, load_format (and a legacy tensor_parallel_size); openai
+    # reads retry_base_s, retry_max_s, fail_threshold, probe_after_s
+    extra: dict = _f({}, "engine options, set only when given", options=EXTRA_OPTIONS)
+
+    def __post_init__(self) -> None:
+        check(self.temperature >= 0, "temperature", f"must be >= 0 (0: greedy), got {self.temperature}")
+        check(0 < self.top_p <= 1, "top_p", f"must be in (0, 1], got {self.top_p}")
+        check(self.top_k is None or self.top_k >= 0, "top_k", f"must be >= 0 (0: off), got {self.top_k}")
+        for name in ("max_new_tokens", "batch_size", "concurrency", "synth_write_nodes", "synth_fix_nodes"):
+            check(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
+        check(self.request_timeout_s > 0, "request_timeout_s", f"must be > 0, got {self.request_timeout_s}")
+        check(self.max_retries >= 0, "max_retries", f"must be >= 0, got {self.max_retries}")
+        check(self.synth_time_budget_s is None or self.synth_time_budget_s > 0, "synth_time_budget_s",
+              f"must be > 0 seconds, got {self.synth_time_budget_s}")
+        check(self.distributed_executor_backend in (None, "mp", "ray"), "distributed_executor_backend",
+              f"must be mp or ray, got {self.distributed_executor_backend!r}")
+        check(float(self.extra.get("probe_after_s", 1)) > 0, "extra.probe_after_s", "must be > 0")
+        if self.name == "vllm":
+            check(not self.load_in_4bit, "load_in_4bit", "bitsandbytes 4-bit is for `name` hf; vLLM needs a "
+                  "pre-quantized AWQ/GPTQ checkpoint as `model` (it reads the checkpoint's quantization config)")
+        for name in VLLM_ONLY:
+            val = getattr(self, name)
+            check(val >= 1, name, f"must be >= 1, got {val}")
+            check(val == 1 or self.name == "vllm", name, "only `name` vllm reads it (for openai, start the "
+                  "servers with it: vllm serve ... --tensor-parallel-size N)")
+        check(not self.distributed_executor_backend or self.name == "vllm", "distributed_executor_backend",
+              "only `name` vllm reads it")
 
 
 class PartialGeneration(RuntimeError):

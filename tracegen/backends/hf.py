@@ -12,7 +12,7 @@ its requests (a batch finishes together, so no single request has its own time).
 Sampling (``temperature > 0``): a batch holds requests of one sample index only, and torch is
 seeded from ``config.seed``, that index and the batch's prompts, so the same batch gives the same
 outputs and independent samples of one prompt differ; a different batch split (another
-``--gen-batch-size``) changes sampled outputs. ``top_k`` is ``config.top_k`` or else the model's
+``batch_size``) changes sampled outputs. ``top_k`` is ``config.top_k`` or else the model's
 own generation config (0, no top-k, when it sets none: what vLLM and servers do; transformers
 alone would fall back to 50). Greedy decoding does not depend on the split beyond padding numerics.
 
@@ -29,6 +29,7 @@ from tracegen.models import resolve_model
 
 from ._tokens import default_top_k, folder_identity, load_model, opens_thinking, render_chat, split_completion
 from .base import Backend, BackendConfig, Completion, GenerationRequest
+from tracegen.errors import ConfigError
 
 
 class HFBackend(Backend):
@@ -37,9 +38,9 @@ class HFBackend(Backend):
     def __init__(self, config: BackendConfig):
         super().__init__(config)
         if not config.model:
-            raise ValueError("the hf backend needs --model (a local folder or a cached hub name)")
+            raise ConfigError("the hf backend needs one (a local folder or a cached hub name)", "model")
         if config.batch_size < 1:
-            raise ValueError("--batch-size must be at least 1")
+            raise ConfigError("must be at least 1", "batch_size")
         self.path = resolve_model(config.model)  # a packaged name (smollm2) becomes its folder
         self.loaded = load_model(self.path, device=config.device, dtype=config.dtype,
                                  load_in_4bit=config.load_in_4bit)

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .base import Backend, BackendConfig, Completion, GenerationRequest, PartialGeneration
+from tracegen.errors import ConfigError
 
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
@@ -72,29 +73,33 @@ _TRANSIENT = (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionErr
 
 
 def parse_base_urls(text: str) -> list[str]:
-    """``--base-url``: one URL, several separated by commas, or ``@FILE`` holding one URL a line
-    (blank lines and ``#`` comments skipped). Raises ``ValueError`` naming the flag or file."""
-    text = (text or "").strip()
-    if text.startswith("@"):
-        path = text[1:]
+    """``base_url``: one URL, several separated by commas, or ``@FILE`` holding one URL a line
+    (blank lines and ``#`` comments skipped; files and URLs may be mixed, comma-separated).
+    Raises ``ConfigError`` naming the field (and the file)."""
+    items, where = [], "`base_url`"
+    for part in (u.strip() for u in (text or "").split(",")):
+        if not part.startswith("@"):
+            items.append(part)
+            continue
+        path = part[1:]
         try:
             raw = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            raise ValueError(f"--base-url @{path}: cannot read the endpoint file ({getattr(e, 'strerror', None) or e})") from None
-        items, where = [line.split("#", 1)[0].strip() for line in raw.splitlines()], f"--base-url @{path}"
-    else:
-        items, where = [u.strip() for u in text.split(",")], "--base-url"
+            raise ConfigError(f"`base_url` @{path}: cannot read the endpoint file "
+                              f"({getattr(e, 'strerror', None) or e})") from None
+        items += [line.split("#", 1)[0].strip() for line in raw.splitlines()]
+        where = f"`base_url` @{path}"
     urls = [u.rstrip("/") for u in items if u]
     if not urls:
-        raise ValueError(f"{where}: names no endpoint")
+        raise ConfigError(f"{where}: names no endpoint")
     for u in urls:
         parts = urllib.parse.urlsplit(u)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"{where}: {u!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
+            raise ConfigError(f"{where}: {u!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
     seen = set()
     for u in urls:
         if u in seen:
-            raise ValueError(f"{where}: {u} is listed twice")
+            raise ConfigError(f"{where}: {u} is listed twice")
         seen.add(u)
     return urls
 
@@ -206,9 +211,9 @@ class OpenAIBackend(Backend):
     def __init__(self, config: BackendConfig):
         super().__init__(config)
         if not config.base_url:
-            raise ValueError("the openai backend needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+            raise ConfigError("the openai backend needs one (e.g. http://127.0.0.1:8000/v1)", "base_url")
         if not config.model:
-            raise ValueError("the openai backend needs --model (the name the server serves)")
+            raise ConfigError("the openai backend needs one (the name the server serves)", "model")
         self.urls = parse_base_urls(config.base_url)
         self.base_url = self.urls[0]
         self.retry_base_s = float(config.extra.get("retry_base_s", 1.0))

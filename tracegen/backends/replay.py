@@ -1,7 +1,7 @@
 """The ``replay`` backend: answer with the raw outputs stored in an earlier trace file.
 
 Use it to re-grade a run with a changed parser or sandbox without paying for generation again:
-``--backend replay --replay-path reports/fresh_traces.jsonl``. Each request is matched by
+``--backend replay --replay reports/fresh_traces.jsonl``. Each request is matched by
 (case id, kind, round, sample) to the stored raw text: the direct attempt is (``direct``, 0),
 ``rounds[i]`` is (its ``kind``, its ``round``), by default (``write``, 0) then (``fix``, i).
 The stored token counts and generation time come back with it (``cached=True``: nothing was
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 from .base import Backend, BackendConfig, Completion, GenerationRequest
+from tracegen.errors import ConfigError
 
 Key = tuple[str, str, int, int]  # (case_id, kind, round, sample)
 
@@ -78,7 +79,7 @@ class ReplayBackend(Backend):
     def __init__(self, config: BackendConfig):
         super().__init__(config)
         if not config.replay_path:
-            raise ValueError("the replay backend needs --replay-path (a trace file from an earlier run)")
+            raise ConfigError("the replay backend needs one (a trace file from an earlier run)", "replay_path")
         self.index, self.trace_model = load_replay(config.replay_path)
 
     @property
@@ -93,6 +94,6 @@ class ReplayBackend(Backend):
                 raise ReplayMissError(
                     f"{self.config.replay_path} has no stored output for case {key[0]!r}, {r.kind} "
                     f"round {r.round} sample {r.sample}: the replayed run asks for a generation the "
-                    "original run never made (changed sandbox or --max-repairs?)")
+                    "original run never made (changed sandbox or max_repairs?)")
             out.append(self.index[key])
         return [Completion(**vars(c)) for c in out]  # copies: callers may annotate them

@@ -42,6 +42,7 @@ from tracegen.models import resolve_model
 
 from ._tokens import folder_identity, opens_thinking
 from .base import Backend, BackendConfig, Completion, GenerationRequest
+from tracegen.errors import ConfigError
 
 
 def _import_vllm():
@@ -58,7 +59,7 @@ class VLLMBackend(Backend):
     def __init__(self, config: BackendConfig):
         super().__init__(config)
         if not config.model:
-            raise ValueError("the vllm backend needs --model (a local folder or a cached hub name)")
+            raise ConfigError("the vllm backend needs one (a local folder or a cached hub name)", "model")
         vllm = _import_vllm()
         self.path = resolve_model(config.model)
         kwargs: dict = {
@@ -69,8 +70,8 @@ class VLLMBackend(Backend):
         if config.dtype != "auto":
             kwargs["dtype"] = config.dtype
         if config.load_in_4bit:
-            raise ValueError("--load-in-4bit is bitsandbytes (hf only); for vllm use a pre-quantized "
-                             "AWQ/GPTQ checkpoint as --model (vLLM reads its quantization config)")
+            raise ConfigError("bitsandbytes (hf only); for vllm use a pre-quantized AWQ/GPTQ checkpoint as `model` "
+                              "(vLLM reads its quantization config)", "load_in_4bit")
         for opt in ("max_model_len", "enforce_eager", "tensor_parallel_size", "language_model_only", "load_format"):
             if config.extra.get(opt) is not None:
                 kwargs[opt] = config.extra[opt]

@@ -34,7 +34,7 @@ never popped) and the Outcome keeps the ``NEAR_KEEP`` closest states, the only o
 is finished at the end; the
 library works out each column's parameters once per search; an unfold too big to keep is counted
 as a node without being built; the frontier is a heap of plain tuples; and the cyclic garbage
-collector is paused for the search (none of its states form cycles). tests/test_synth_shortcuts.py
+collector is paused for the search (none of its states form cycles). tests/tracegen/test_synth_shortcuts.py
 checks each shortcut against the long way.
 Not covered: programs longer than ``max_depth`` steps; parameters the library cannot infer.
 """
