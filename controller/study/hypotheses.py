@@ -211,9 +211,13 @@ def statistic(h: Hypothesis, by_policy: Mapping[str, Sequence[Mapping]], direct_
             hv = hull_value(upper_hull([(pts[p]["cost"], pts[p]["accuracy"], p) for p in allv]), me)
             if hv is None:
                 return {"skipped": "the learner costs less than every fixed policy: no mix matches it"}
-            pols += [hv[1], hv[2]]
-        a, b = sorted(pols[1:], key=lambda p: pts[p]["cost"])
-        w = mix_weight(me, pts[a]["cost"], pts[b]["cost"])
+            # past the hull's last vertex the mix is its most accurate policy itself (w = 1 on it):
+            # a learner that spends more is compared with what that cheaper policy gets
+            a, b, w = hv[1], hv[2], hv[3]
+            pols += [a, b]
+        else:
+            a, b = sorted(pols[1:], key=lambda p: pts[p]["cost"])
+            w = mix_weight(me, pts[a]["cost"], pts[b]["cost"])
         if w is None:
             return {"skipped": f"{pols[0]}'s cost {me:.3f} is outside [{a}, {b}]'s range: no matched mix"}
         extra = {"mix": [a, b], "w": w}

@@ -142,6 +142,19 @@ def test_beats_random_mix_named_pair_and_hull_pair():
     assert rows["cv"]["verdict"] == "not run" and "cv-folds" in rows["cv"]["excluded"]
 
 
+def test_hull_past_its_last_vertex_compares_with_the_cheaper_policy():
+    """A learner costing more than every fixed policy is compared with the hull's most accurate
+    vertex itself (w = 1 on it), not left out: spending more for the same answers is a result."""
+    outs = _outcomes()
+    outs["learned_rule"] = [_o("learned_rule", i, True, 3) for i in range(7)]  # always-tool's answers, dearer
+    st = _study([{"name": "hull", "primary": True, "kind": "beats_random_mix", "policies": ["learned_rule"],
+                  "split": "test"}])
+    row = evaluate_study(st, {"test": outs}, fixed=("direct_only", "always_tool_visible", "write_once"))[0]
+    assert row["mix"] == ["always_tool_visible", "always_tool_visible"] and row["w"] == pytest.approx(1)
+    assert row["mix_expected_exact"] == pytest.approx(7.0) and row["learner_exact"] == 7
+    assert row["verdict"] != "better" and "excluded" not in row or "cost" not in (row.get("excluded") or "")
+
+
 def test_exact_noninferiority_bound_known_answer():
     from controller.study.stats import clopper_pearson, noninferiority_lower_bound
 
