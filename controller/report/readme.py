@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from controller.env.registry import BEST_FIXED, ORACLE
+from controller.env.registry import BEST_FIXED, ORACLE, ordered, repair_budget
 
 START, END = "<!-- RESULTS START -->", "<!-- RESULTS END -->"
 STUDY = "results/foofah"
@@ -49,16 +49,25 @@ def results_block(s: Mapping, where: str = STUDY) -> str:
     diffs = ss.get("differences") or {}
     out += ["| policy (pooled CV, split seed 0) | right | program generations | vs best fixed over split seeds |",
             "|---|---|---|---|"]
-    for p in ROWS:
+    budgets = [p for p in ordered(pooled) if repair_budget(p) is not None]
+    for p in (*ROWS[:2], *budgets, *ROWS[2:]):
         r = pooled.get(p)
         if not r:
             continue
-        d = (diffs.get(p) or {}).get(BEST_FIXED)
+        d = (diffs.get(p) or {}).get(BEST_FIXED) if p != BEST_FIXED else None
         vs = f"{_rng(d.get('accuracy_pp'), 'pp')}, {_rng(d.get('program_generations'), 'generations')}" if d else ""
+        if d and d["accuracy_pp"].get("holds_at", {}).get("of", 0) < ss.get("n_split_seeds", 1):
+            vs += f" (split seed {cv.get('split_seed', 0)} only)"
         out.append(f"| `{p}`{' (hindsight)' if p == ORACLE else ''} | {r['exact']}/{r['n']} | "
                    f"{r['program_generations']} | {vs} |")
     out.append("")
     prim = [h for h in s.get("hypotheses") or [] if h.get("primary")]
+    vs_best = [h for h in prim if BEST_FIXED in h.get("policies", [])]
+    if vs_best:
+        h = vs_best[0]
+        beats = str(h.get("verdict", "")).startswith(("supported", "better", "cheaper"))
+        out += [f"**The answer: the learned rule {'beats' if beats else 'does not beat'} the best fixed policy** "
+                f"(`{h['name']}`: {h.get('verdict')}, supported at {h.get('supported_at') or 'n/a'} split seeds).", ""]
     if prim:
         out.append("**Registered primary hypotheses** (" + (study.get("split_seed_rule") or {}).get("rule", "")
                    + "):")
@@ -81,8 +90,9 @@ def results_block(s: Mapping, where: str = STUDY) -> str:
         out += ["**Where the rule's saving comes from** (against always-tool): " + "; ".join(parts) + ".", ""]
     reps = s.get("repair_rounds") or []
     if reps:
-        out += ["Repairs: " + "; ".join(f"repair {r['repair']} passes the example in {r['passed']} of "
-                                        f"{r['reached']} chains" for r in reps) + ".", ""]
+        out += ["Repairs (scored cases): " + "; ".join(f"repair {r['repair']} passes the public example in "
+                                                       f"{r['passed']} of {r['reached']} chains that reach it"
+                                                       for r in reps) + ".", ""]
     out.append("These are a search procedure's traces, not a language model's: they say nothing about a model's "
                "skill. K = 3, the library, the nulls, DAgger and routing: [docs/results.md](docs/results.md).")
     return "\n".join(out)

@@ -121,8 +121,8 @@ class BackendConfig:
     # synth only: search budgets count nodes (deterministic); a wall-clock cap per search is off
     # (None) unless asked for, and a search it stops says so (finish_reason "budget")
     synth_write_nodes: int = _f(100, "synth: search nodes for WRITE")
-    synth_fix_nodes: int = _f(40_000, "synth: search nodes for each FIX (the search behind a chain's repairs; "
-                                      "see docs/synthesizer.md)")
+    synth_fix_nodes: int = _f(40_000, "synth: search nodes of a chain's repair search; each FIX continues it "
+                                      "with half of them (two repairs search them all; docs/synthesizer.md)")
     synth_time_budget_s: float | None = _f(None, "synth: wall-clock cap per search, seconds (default: none, so "
                                                  "traces do not depend on load; a search it stops is recorded as "
                                                  "finish_reason 'budget')", flag="--synth-time-budget")
