@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 
 from controller.env.policies import Mixture, Oracle
 from controller.env.simulate import simulate
-from controller.learn.training import full_state_pairs, labelled, oracle_pairs
+from controller.learn.training import TIE_WEIGHT, full_state_pairs, labelled, oracle_pairs
 
 
 def beta_schedule(iters: int, beta0: float = 0.5) -> list[float]:
@@ -61,7 +61,7 @@ def learner_reached(keys: set, learner_acted: set) -> set:
 
 def run_dagger(fit: Callable, train: Sequence[dict], *, iters: int, beta0: float = 0.5, seed: int = 0,
                evaluate: Callable | None = None, lam: float = 0.0, cost: str = "generations",
-               commit_any: bool = True, tie_weight: float = 0.0):
+               commit_any: bool = True, tie_weight: float = TIE_WEIGHT):
     """Return (final policy, history). ``evaluate(policy) -> dict`` adds per-iteration results.
     ``lam``, ``cost``, ``tie_weight``: the labels' price of tools and weighting (``training.labelled``).
 

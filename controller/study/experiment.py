@@ -187,7 +187,7 @@ def train_learners(env: TraceEnv, cfg: ExperimentConfig, log=print, nulls: bool 
             learners["lora_seq_policy"] = lora_fit(cfg, "lora_dagger", False, dev_data, lora_meta, lora_worker)
         for lname, fit in learners.items():
             final, hist = run_dagger(fit, train, iters=cfg.dagger_iters, beta0=cfg.dagger_beta, seed=cfg.seed,
-                                     evaluate=lambda p: _evaluate_on(p, env, cfg.seed), cost=cfg.cost, lam=lam,
+                                     evaluate=lambda p: _evaluate_on(p, env, cfg.seed), cost=cfg.cost, lam=lam, tie_weight=0.0,
                                      commit_any=lname == "learned_rule")  # LoRA: no PROGRAM:j (see _lora_examples)
             info["dagger"][lname] = hist
             dname = "learned_rule_dagger" if lname == "learned_rule" else "lora_dagger"

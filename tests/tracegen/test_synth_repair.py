@@ -12,7 +12,7 @@ from tracegen.backends import BackendConfig, Feedback, GenerationRequest, Task
 from tracegen.backends.synth import FIX_SHARES, SynthBackend
 from tracegen.synth import read_history, run_program, search, stages
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MESSAGES = [{"role": "user", "content": "repair it"}]
 
 
