@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from cases import make_cv_folds
 from controller.env.policies import Oracle
 from controller.env.registry import BEST_FIXED, ORACLE, fixed_policies
+from controller.env.resample import has_samples
 from controller.env.traceenv import TraceEnv
 from controller.learn.best_fixed import choose_best_fixed
 from controller.learn.cost_rule import fit_learned_rule
@@ -58,7 +59,7 @@ def run_cv(records, cfg, log=print, fold_seed: int | None = None, lora_worker=No
         env = TraceEnv(recs)  # this fold's records: every policy walks the same states
         train, dev, test = env.split("train"), env.split("dev"), env.split("test")
 
-        policies = fixed_policies(max_repairs=_max_repairs(recs), samples=False)
+        policies = fixed_policies(max_repairs=_max_repairs(recs), samples=has_samples(recs))
         best, best_info = choose_best_fixed(env, policies, train + dev, cfg.cost)
         policies[BEST_FIXED] = best
         rule, _, rule_info = fit_learned_rule(env, train, dev, cfg)
