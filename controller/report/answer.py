@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from controller.env.registry import BEST_FIXED, ORACLE, is_learner
+from controller.env.registry import BEST_FIXED, ORACLE, ordered, role
 
 LEAD = ("direct_only", "always_tool_visible", BEST_FIXED)
 
@@ -27,7 +27,8 @@ def _row(name: str, r: Mapping) -> str:
 
 
 def _learners(res: Mapping) -> list[str]:
-    return [p for p in res if is_learner(p) and p in ("learned_rule", "learned_rule_dagger", "lora_seq_policy")]
+    """The learned controllers that ran (registry role ``learned``), in report order."""
+    return [p for p in ordered(res) if role(p) == "learned"]
 
 
 def _spread(diff: Mapping, field: str, unit: str) -> str:
