@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from controller.env.cost import unit
 from controller.env.simulate import memo_state, simulate
 from controller.env.state import State, as_pos
 
 SPLITS = ("train", "dev", "test")
+
+
+def max_repairs(records: Sequence[dict]) -> int:
+    """The traces' repair budget (their rollout's ``--max-repairs``)."""
+    return max((int(r.get("max_repairs", 0)) for r in records), default=0)
 
 
 def scored(records: Sequence[dict]) -> list[dict]:
@@ -49,6 +55,13 @@ class TraceEnv:
         """``simulate.simulate`` over ``records`` (default: all), with this env's state memo."""
         return simulate(policy, self.records if records is None else records, states_out=states_out,
                         memo=self._states)
+
+    def right_and_cost(self, policy, records: Sequence[dict], cost: str = "generations") -> tuple[int, int, float]:
+        """(cases right, scored cases, cost per scored case in ``cost``'s unit) over ``records``."""
+        outs = [o for o in self.simulate(policy, records) if o["correct"] is not None]
+        cu = unit(cost)
+        return (sum(1 for o in outs if o["correct"]), len(outs),
+                sum(cu.case(o) for o in outs) / len(outs) if outs else 0.0)
 
     def score(self, policy, records: Sequence[dict]) -> tuple[float, int]:
         """(accuracy over scored cases, program generations): how the rule's candidates are chosen."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from controller.env.cost import unit
 from controller.env.registry import BEST_FIXED
 
 
@@ -28,13 +27,10 @@ def choose_best_fixed(env, fixed: Mapping[str, object], records: Sequence[dict],
     """(``best_fixed`` policy, info) chosen on ``records`` (scored train + dev cases of ``env``).
 
     info: ``chosen``, ``criterion`` and each candidate's ``exact``, ``n`` and per-case ``cost``."""
-    cu = unit(cost)
     table, best = {}, None
     for i, (name, pol) in enumerate(fixed.items()):
-        outs = [o for o in env.simulate(pol, records) if o["correct"] is not None]
-        exact = sum(1 for o in outs if o["correct"])
-        per_case = sum(cu.case(o) for o in outs) / max(len(outs), 1)
-        table[name] = {"exact": exact, "n": len(outs), "cost": round(per_case, 4)}
+        exact, n, per_case = env.right_and_cost(pol, records, cost)
+        table[name] = {"exact": exact, "n": n, "cost": round(per_case, 4)}
         key = (exact, -round(per_case, 9), -i)
         if best is None or key > best[0]:
             best = (key, name)

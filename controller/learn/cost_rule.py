@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from controller.env.cost import unit
 from controller.env.policies import AlwaysTool
 from controller.learn.rule import select_rule
 from controller.learn.training import labelled
@@ -24,11 +23,8 @@ LAMBDAS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 
 def dev_cost(env, policy, records: Sequence[dict], cost: str) -> tuple[float, float]:
     """(accuracy, cost per case in ``cost``'s unit) on scored ``records``."""
-    outs = [o for o in env.simulate(policy, records) if o["correct"] is not None]
-    if not outs:
-        return 0.0, 0.0
-    cu = unit(cost)
-    return sum(1 for o in outs if o["correct"]) / len(outs), sum(cu.case(o) for o in outs) / len(outs)
+    right, n, per_case = env.right_and_cost(policy, records, cost)
+    return (right / n if n else 0.0), per_case
 
 
 def fit_cost_rule(env, train: Sequence[dict], dev: Sequence[dict], *, guard: float | None, margin: float = 0.02,

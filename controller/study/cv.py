@@ -18,16 +18,12 @@ from cases import make_cv_folds
 from controller.env.policies import Oracle
 from controller.env.registry import BEST_FIXED, ORACLE, fixed_policies
 from controller.env.resample import has_samples
-from controller.env.traceenv import TraceEnv
+from controller.env.traceenv import TraceEnv, max_repairs
 from controller.learn.best_fixed import choose_best_fixed
 from controller.learn.cost_rule import fit_learned_rule
 from controller.learn.lora_policy import lora_fit
 from controller.learn.training import labelled
 from controller.study.stats import paired_tests, summarize_outcomes
-
-
-def _max_repairs(records) -> int:
-    return max((int(r.get("max_repairs", 0)) for r in records), default=0)
 
 
 @dataclass
@@ -59,7 +55,7 @@ def run_cv(records, cfg, log=print, fold_seed: int | None = None, lora_worker=No
         env = TraceEnv(recs)  # this fold's records: every policy walks the same states
         train, dev, test = env.split("train"), env.split("dev"), env.split("test")
 
-        policies = fixed_policies(max_repairs=_max_repairs(recs), samples=has_samples(recs))
+        policies = fixed_policies(max_repairs=max_repairs(recs), samples=has_samples(recs))
         best, best_info = choose_best_fixed(env, policies, train + dev, cfg.cost)
         policies[BEST_FIXED] = best
         rule, _, rule_info = fit_learned_rule(env, train, dev, cfg)

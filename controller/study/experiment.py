@@ -34,7 +34,7 @@ from controller.learn.best_fixed import choose_best_fixed
 from controller.env.resample import has_samples
 from controller.learn.cost_rule import LAMBDAS, fit_learned_rule
 from controller.learn.rule import dev_tie, fit_rule
-from controller.env.traceenv import SPLITS, TraceEnv, scored as _scored
+from controller.env.traceenv import SPLITS, TraceEnv, max_repairs, scored as _scored
 from controller.study.cv import run_cv
 from controller.study.savings import savings_table
 from controller.study.sections import study_sections
@@ -43,11 +43,6 @@ from controller.study.stats import paired_tests, summarize_outcomes
 from controller.learn.training import labelled
 
 POLICY_NAMES = names()
-
-
-def max_repairs(records) -> int:
-    """The traces' repair budget (their rollout's ``--max-repairs``)."""
-    return max((int(r.get("max_repairs", 0)) for r in records), default=0)
 
 
 @dataclass
