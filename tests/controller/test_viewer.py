@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from playwright.sync_api import expect
 
 from controller.report.viewer import read_page_data, viewer_data, write_viewer
 from tracefactory import ANSWER, WRONG, make_record
@@ -181,7 +182,7 @@ def test_viewer_in_a_real_browser(browser, run, tmp_path):
     rec = next(r for r in records if r["case_id"].startswith("clean_export"))
     page.click(f"#case-list tbody tr[data-id='{rec['case_id']}'] td:nth-child(2)")
     assert page.evaluate("location.hash") == "#case/" + quote(rec["case_id"], safe="")
-    assert page.text_content("#case-title") == rec["case_id"]
+    expect(page.locator("#case-title")).to_have_text(rec["case_id"])  # drawn on the hashchange, later
     task_tables = page.locator("#case .panel").first.locator("table.grid")
     assert task_tables.count() == 3
     assert task_tables.nth(0).locator("tr").count() == len(rec["task"]["input_table"])
@@ -292,8 +293,9 @@ def test_sortable_columns(browser, crafted):
     assert [len(next(r for r in records if r["case_id"] == i)["rounds"]) for i in listed(page)] == [0, 1, 1, 1, 2]
     # the case page's previous/next follow the sorted list
     page.click("#case-list tbody tr:first-child td:nth-child(2)")
-    page.click("text=next ›")
-    assert page.text_content("#case-title") == listed_after_sort(records)[1]
+    expect(page.locator("#case-title")).to_have_text(listed_after_sort(records)[0])
+    page.click("text=next ›")  # the page is redrawn on the hashchange event, after the click returns
+    expect(page.locator("#case-title")).to_have_text(listed_after_sort(records)[1])
     assert errors == []
 
 
@@ -415,7 +417,7 @@ def test_run_metadata(browser, crafted):
 def test_prompts_shown_are_the_prompts_the_rollout_sent(browser, tmp_path):
     """Trace one case through the real rollout with a backend that records its requests; the
     page must show exactly those messages (traces do not store prompts: the page rebuilds them)."""
-    from test_rollout_feedback import CASE, _backend
+    from replay_recording import CASE, _backend
     from sandbox import Sandbox
     from tracegen.rollout import RolloutConfig, trace_cases
 
@@ -452,7 +454,8 @@ def test_hostile_text_is_shown_not_run(browser, crafted):
     page = open_page(browser, url + "#cases", errors)
     assert page.locator(f'#case-list tbody tr[data-id="{EVIL.replace(chr(34), chr(92) + chr(34))}"]').count() == 1
     page.click(f"#case-list a[href='#case/{quote(EVIL, safe='')}']")
-    assert page.text_content("#case-title") == EVIL and "<b>evil</b>" in page.text_content("#case")
+    expect(page.locator("#case-title")).to_have_text(EVIL)
+    assert "<b>evil</b>" in page.text_content("#case")
     assert "</script><script>window.pwned=2</script>" in page.text_content("#attempt-0-0 pre.code")
     assert page.locator("#case img, #cases img").count() == 0
     assert page.evaluate("window.pwned") is None and errors == []
