@@ -229,6 +229,19 @@ def split_sizes(cfg: RunConfig, families) -> tuple[int, int]:
     return n_test, n_dev
 
 
+def _manifest_splits(cfg: RunConfig, families) -> tuple[dict, dict]:
+    """The splits of ``split_manifest``, which must place every family of the run's cases."""
+    try:
+        m = read_split_manifest(cfg.split_manifest)
+    except SplitError as err:
+        raise UsageError(str(err)) from None
+    split_families = m["split_families"]
+    missing = sorted(set(families) - {f for fs in split_families.values() for f in fs})
+    if missing:
+        raise UsageError(f"{cfg.split_manifest}: no split for families {', '.join(missing[:5])}", "split_manifest")
+    return split_families, {"source": cfg.split_manifest, "method": m["method"], "probe_case_ids": m["probe_case_ids"]}
+
+
 def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[dict, dict]:
     """(split_families, info): info has ``method``, ``probe_case_ids`` and, with a probe, ``headroom``.
 
@@ -238,16 +251,7 @@ def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[di
     """
     families = sorted({c.family for c in cases})
     if cfg.split_manifest:
-        try:
-            m = read_split_manifest(cfg.split_manifest)
-        except SplitError as err:
-            raise UsageError(str(err)) from None
-        split_families = m["split_families"]
-        missing = sorted(set(families) - {f for fs in split_families.values() for f in fs})
-        if missing:
-            raise UsageError(f"{cfg.split_manifest}: no split for families {', '.join(missing[:5])}", "split_manifest")
-        return split_families, {"source": cfg.split_manifest, "method": m["method"],
-                                "probe_case_ids": m["probe_case_ids"]}
+        return _manifest_splits(cfg, families)
     n_test, n_dev = split_sizes(cfg, families)
     info = {"method": "seeded_shuffle", "probe_case_ids": [], "headroom": [], "n_test": n_test, "n_dev": n_dev}
     if cfg.headroom_probe:
@@ -307,9 +311,22 @@ def set_previous_run_aside(cfg: RunConfig, log) -> Path | None:
         if p in moving:
             os.replace(p, aside / p.name)
         elif p.is_file():
-            shutil.copy2(p, aside / p.name)
-    log(f"moved the previous run's outputs to {aside}" + (" (traces, run config and split copied)" if keep_inputs else ""))
+            _keep_a_copy(p, aside / p.name, linked=not cfg.generate_traces)
+    log(f"moved the previous run's outputs to {aside}" + (" (traces, run config and split kept there too)" if keep_inputs else ""))
     return aside
+
+
+def _keep_a_copy(src: Path, dst: Path, linked: bool) -> None:
+    """A re-analysis only reads its inputs (and rewrites the small ones by atomic replace), so the
+    folder aside gets hard links: a whole run at no extra disk. A resumed run appends to the trace
+    file in place, so it gets a real copy (as does a file system without hard links)."""
+    if linked:
+        try:
+            os.link(src, dst)
+            return
+        except OSError:
+            pass
+    shutil.copy2(src, dst)
 
 
 # ---- traces ---------------------------------------------------------------------------------
@@ -406,10 +423,32 @@ def _generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict
     started = _traces_started_utc(cfg) if cfg.resume and done else utc_now()  # kept on --resume
     _start_trace_file(cfg, log)
     atomic_write_json(_run_config_path(cfg), {"trace_config": tcfg, "backend": asdict(cfg.backend),
-                                              "rollout": asdict(cfg.rollout),
+                                              "rollout": asdict(cfg.rollout), "selection": _selection(cfg),
                                               **({"traces_started_utc": started} if started else {})})
     with Sandbox(workers=cfg.workers) as sb:
         return rollout(cases, split_of, backend, sb, trace_path(cfg), cfg.rollout, done_ids=done)
+
+
+SELECTION = ("cases_per_family", "limit_total")  # which cases of the set a run traces
+
+
+def _selection(cfg: RunConfig) -> dict:
+    return {k: getattr(cfg, k) for k in SELECTION if getattr(cfg, k) is not None}
+
+
+def _traced_selection(cfg: RunConfig, log) -> RunConfig:
+    """A resumed or re-analysed run that names no selection works on the cases its traces were
+    made for: the ``selection`` its run_config.json keeps (a smoke run's ``limit_total``)."""
+    if _selection(cfg) or (cfg.generate_traces and not cfg.resume):
+        return cfg
+    try:
+        kept = json.loads(_run_config_path(cfg).read_text()).get("selection") or {}
+    except (OSError, ValueError, AttributeError):  # absent or unreadable: checked where it is read
+        return cfg
+    kept = {k: v for k, v in kept.items() if k in SELECTION and isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    if kept:
+        log("the traced selection: " + ", ".join(f"{k} {v}" for k, v in kept.items()) + f" ({_run_config_path(cfg).name})")
+    return replace(cfg, **kept) if kept else cfg
 
 
 def _traces_started_utc(cfg: RunConfig) -> str | None:
@@ -431,11 +470,12 @@ def run(cfg: RunConfig, log=print) -> dict:
         all_cases = load_cases(cases_dir)
     except CaseError as err:
         raise UsageError(str(err), "cases") from None
-    cases = select_cases(all_cases, cfg.cases_per_family, cfg.limit_total)
-    tcfg = trace_config(cfg, cases)
     path = trace_path(cfg)
     if not cfg.generate_traces and not path.exists():
         raise UsageError(f"{path}: no traces yet; set `generate_traces`")
+    cfg = _traced_selection(cfg, log)
+    cases = select_cases(all_cases, cfg.cases_per_family, cfg.limit_total)
+    tcfg = trace_config(cfg, cases)
 
     manifest = _reports(cfg) / "split_manifest.json"
     # the LoRA worker starts now, importing while the trace file is read and checked, or while
@@ -444,7 +484,12 @@ def run(cfg: RunConfig, log=print) -> dict:
     backend = None
     try:
         done, records = _check_trace_file(cfg, tcfg, log)
-        if not cfg.split_manifest:
+        if records is not None and not _selection(cfg):  # an older run's folder: the cases it traced
+            traced = {r["case_id"] for r in records}
+            cases = [c for c in cases if c.case_id in traced]
+        if cfg.split_manifest:
+            _manifest_splits(cfg, {c.family for c in cases})
+        else:
             split_sizes(cfg, {c.family for c in cases})
         backend = _open_backend(cfg) if cfg.generate_traces else None
         set_previous_run_aside(cfg, log)  # every check passed: from here on this run writes
