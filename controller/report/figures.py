@@ -77,14 +77,26 @@ def _frontier_cost(summary: Mapping) -> str:
 
 
 # ----------------------------------------------------------------------------- drawing
-
-
-def _label(policy: str) -> str:
-    return policy.replace("_", "\n", 1) if len(policy) > 14 else policy
+# Bar figures are horizontal: a policy name is read on its own line, however many policies a study
+# has (upright bars put seventeen names under one axis and they ran into each other). Legends sit
+# above the axes, never over the bars.
 
 
 def _empty(ax, text: str = "no results for this split") -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+
+
+def _policy_axis(ax, names: list[str]) -> range:
+    ys = range(len(names))
+    ax.set_yticks(list(ys), names, fontsize=8)
+    ax.set_ylim(len(names) - 0.5, -0.5)  # the first policy on top, in the report's order
+    ax.grid(axis="x", alpha=0.25)
+    return ys
+
+
+def _legend_above(ax, ncol: int = 2) -> None:
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.01), ncol=ncol, fontsize=8, frameon=False,
+              borderaxespad=0.0)
 
 
 def _heldout(ax, summary: Mapping) -> None:
@@ -92,17 +104,17 @@ def _heldout(ax, summary: Mapping) -> None:
     family = any(r.get("accuracy_ci95_family") for _, r in rows)
     fams = max((r.get("n_families") or 0 for _, r in rows), default=0)
     ax.set_title(f"Held-out test accuracy (n={_n(rows)}" + (f", {fams} families, 95% family-bootstrap intervals)"
-                                                            if family else ", 95% Wilson intervals)"))
+                                                            if family else ", 95% Wilson intervals)"), fontsize=10)
     if not rows:
         return _empty(ax)
-    xs = range(len(rows))
+    ys = _policy_axis(ax, [p for p, _ in rows])
     errs = list(zip(*[_err(r) for _, r in rows]))
-    ax.bar(xs, [_acc(r) for _, r in rows], yerr=errs, capsize=4, color="tab:blue")
-    # exact/n under each name: a bar of height 0 has nothing to write on.
-    ax.set_xticks(list(xs), [f"{_label(p)}\n{r.get('exact', 0)}/{r.get('n', 0)}"
-                             for p, r in rows], fontsize=8)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("exact-match accuracy")
+    ax.barh(list(ys), [_acc(r) for _, r in rows], xerr=errs, capsize=3, color="tab:blue", height=0.6)
+    for y, (_, r) in zip(ys, rows):  # exact/n right of the axis: a bar of length 0 has no room
+        ax.annotate(f"{r.get('exact', 0)}/{r.get('n', 0)}", (1.0, y), xytext=(6, 0), textcoords="offset points",
+                    xycoords=("axes fraction", "data"), va="center", fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("exact-match accuracy")
 
 
 def _dev_vs_test(ax, summary: Mapping) -> None:
@@ -110,37 +122,36 @@ def _dev_vs_test(ax, summary: Mapping) -> None:
     test = dict(_split_rows(summary, "test"))
     policies = [p for p in ordered_policies(summary.get("policy_results") or {})
                 if p in dev or p in test]
-    ax.set_title(f"Dev (n={_n(list(dev.items()))}) vs test (n={_n(list(test.items()))}) accuracy")
+    ax.set_title(f"Dev (n={_n(list(dev.items()))}) vs test (n={_n(list(test.items()))}) accuracy", fontsize=10,
+                 pad=22)
     if not policies:
         return _empty(ax)
-    xs = range(len(policies))
+    ys = _policy_axis(ax, policies)
     for shift, split, rows, color in ((-0.2, "dev", dev, "tab:gray"),
                                       (0.2, "test", test, "tab:blue")):
-        ax.bar([x + shift for x in xs], [_acc(rows[p]) if p in rows else 0.0 for p in policies],
-               width=0.4, label=split, color=color)
-    ax.set_xticks(list(xs), [_label(p) for p in policies], fontsize=8)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("exact-match accuracy")
-    ax.legend()
+        ax.barh([y + shift for y in ys], [_acc(rows[p]) if p in rows else 0.0 for p in policies],
+                height=0.4, label=split, color=color)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("exact-match accuracy")
+    _legend_above(ax)
 
 
 def _paired_bars(ax, summary: Mapping, keys: tuple[str, str], labels: tuple[str, str],
-                 title: str, ylabel: str, colors: tuple[str, str]) -> None:
+                 title: str, xlabel: str, colors: tuple[str, str]) -> None:
     rows = _split_rows(summary, "test")
-    ax.set_title(f"{title} on held-out test (n={_n(rows)})")
+    ax.set_title(f"{title} on held-out test (n={_n(rows)})", fontsize=10, pad=22)
     if not rows:
         return _empty(ax)
-    xs = range(len(rows))
+    ys = _policy_axis(ax, [p for p, _ in rows])
     for shift, key, label, color in ((-0.2, keys[0], labels[0], colors[0]),
                                      (0.2, keys[1], labels[1], colors[1])):
-        ax.bar([x + shift for x in xs], [r.get(key) or 0 for _, r in rows], width=0.4,
-               label=label, color=color)
+        ax.barh([y + shift for y in ys], [r.get(key) or 0 for _, r in rows], height=0.4,
+                label=label, color=color)
     from matplotlib.ticker import MaxNLocator
 
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # these are counts
-    ax.set_xticks(list(xs), [_label(p) for p, _ in rows], fontsize=8)
-    ax.set_ylabel(ylabel)
-    ax.legend()
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # these are counts
+    ax.set_xlabel(xlabel)
+    _legend_above(ax)
 
 
 def _budget(ax, summary: Mapping) -> None:
@@ -156,9 +167,10 @@ def _recoveries(ax, summary: Mapping) -> None:
 
 
 def _compute(ax, summary: Mapping) -> None:
+    """The single-panel figure of a summary without routing blocks (older summaries)."""
     cost = _frontier_cost(summary)
     rows = _split_rows(summary, "test")
-    ax.set_title(f"Accuracy vs compute on held-out test (n={_n(rows)})")
+    ax.set_title(f"Accuracy vs compute on held-out test (n={_n(rows)})", fontsize=10)
     # policies that land on the same point share one marker and one legend entry (no overlapping labels)
     at: dict[tuple, list[str]] = {}
     for policy, r in rows:
@@ -183,7 +195,11 @@ def _compute(ax, summary: Mapping) -> None:
     ax.set_ylabel("exact-match accuracy")
     ax.set_ylim(0, 1.05)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+
+
+def _n_policies(summary: Mapping) -> int:
+    return len(summary.get("policy_results") or {})
 
 
 DRAWERS: dict[str, Callable] = dict(zip(FIGURE_NAMES, (
@@ -270,14 +286,16 @@ def draw_cost_panels(summary: Mapping, plt):
         return None
     splits = [s for s, _ in PANEL_SPLITS if any(p[0] == s for p in panels)]
     units = [u for u in PANEL_UNITS if any(p[1] == u for p in panels)]
-    fig, axes = plt.subplots(len(splits), len(units), figsize=(4.6 * len(units) + 3.2, 3.9 * len(splits)),
+    # a row per cost unit, a column per split, the legend below: about 1,100 px wide at the
+    # saved dpi, so the page at the viewer's width shows it near full size
+    fig, axes = plt.subplots(len(units), len(splits), figsize=(5.0 * len(splits), 3.4 * len(units) + 1.6),
                              squeeze=False)
     names = ordered_policies({p: 1 for _, _, b in panels for p in b["points"]})
     colors = dict(zip(names, palette(len(names))))
     r = summary["routing"]
     for i, split in enumerate(splits):
         for j, unit in enumerate(units):
-            ax = axes[i][j]
+            ax = axes[j][i]
             block = (r.get(split) or {}).get(unit)
             if block and block.get("points"):
                 _panel(ax, split, unit, block, colors, r.get("weak", "direct_only"),
@@ -300,9 +318,9 @@ def draw_cost_panels(summary: Mapping, plt):
     handles["rings: policies on the same point"] = Line2D([], [], ls="none", marker="o", ms=12, mfc="none",
                                                            color="0.3")
     fig.suptitle("Accuracy vs tool cost (error bars: 95% family bootstrap)", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.96))
-    fig.legend(list(handles.values()), list(handles), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
-               frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3,
+               fontsize=8, frameon=False)
     return fig
 
 
@@ -326,16 +344,23 @@ def write_figures(summary: Mapping, out_dir: str | os.PathLike) -> list[str]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, draw in DRAWERS.items():
-        fig, ax = (draw_cost_panels(summary, plt) if name == "accuracy_vs_compute.png" else None), None
-        if fig is None:
-            fig, ax = plt.subplots(figsize=(9, 4.8))
+    for name, fig in draw_figures(summary, plt):
         try:
-            if ax is not None:
-                draw(ax, summary)
             path = out / name
             _save_atomic(fig, path)
             paths.append(str(path))
         finally:
             plt.close(fig)
     return paths
+
+
+def draw_figures(summary: Mapping, plt):
+    """Yield (file name, matplotlib figure) for each of the five figures; the caller closes them."""
+    bar_height = 1.4 + 0.3 * max(_n_policies(summary), 4)  # a row per policy
+    for name, draw in DRAWERS.items():
+        fig, ax = (draw_cost_panels(summary, plt) if name == "accuracy_vs_compute.png" else None), None
+        if fig is None:
+            fig, ax = plt.subplots(figsize=(8, 4.8) if name == "accuracy_vs_compute.png" else (8, bar_height))
+            draw(ax, summary)
+            fig.tight_layout()
+        yield name, fig

@@ -1,5 +1,7 @@
 """report.md rendering and the five figures, from hand-built summaries."""
+import json
 import os
+from pathlib import Path
 
 from controller.report.figures import FIGURE_NAMES, cost_per_case, palette, write_figures
 from controller.report.markdown import render_report, write_report
@@ -188,3 +190,35 @@ def test_seed_claims_need_every_seed():
 def test_every_policy_gets_its_own_colour():
     for n in (3, 10, 11, 14, 20):
         assert len(set(palette(n))) == n
+
+
+def test_figures_have_no_overlapping_labels_and_no_legend_over_the_data():
+    """Drawn from a study-sized summary (17 policies, every routing panel): tick labels of an axis
+    never overlap each other, and no legend lies over an axes' data area."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from controller.report.figures import draw_figures
+
+    summary = json.loads((Path(__file__).resolve().parents[2] / "results" / "foofah" / "final_summary.json").read_text())
+    assert len(summary["policy_results"]) >= 15
+
+    def overlap(a, b):
+        return a.x0 < b.x1 - 0.5 and b.x0 < a.x1 - 0.5 and a.y0 < b.y1 - 0.5 and b.y0 < a.y1 - 0.5
+
+    for name, fig in draw_figures(summary, plt):
+        try:
+            fig.canvas.draw()
+            r = fig.canvas.get_renderer()
+            legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+            assert legends or name == "heldout_accuracy.png", name
+            for ax in fig.axes:
+                for labels in (ax.get_xticklabels(), ax.get_yticklabels()):
+                    boxes = [t.get_window_extent(r) for t in labels if t.get_visible() and t.get_text()]
+                    assert not any(overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]), name
+                for leg in legends:
+                    assert not overlap(leg.get_window_extent(r), ax.get_window_extent(r)), name
+        finally:
+            plt.close(fig)
