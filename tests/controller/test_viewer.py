@@ -325,6 +325,35 @@ def test_search_over_ids_families_code_and_errors(browser, crafted):
     assert page.evaluate("window.pwned") is None and errors == []
 
 
+def test_filters_and_sort_live_in_the_url(browser, crafted):
+    """A filtered, sorted list is a link: reloading it (or opening it in a fresh page) shows the
+    same list, and the case page's way back returns to it."""
+    url, records, outcomes = crafted
+    errors = []
+    page = open_page(browser, url + "#cases", errors)
+    page.select_option("#f-policy", "wrong:0")
+    page.fill("#f-search", "g/")
+    page.click("#case-list th[data-key=tokens]")
+    page.click("#case-list th[data-key=tokens]")
+    want = listed(page)
+    assert want == ["g/g_9"]  # p is wrong on f/f_10 and g/g_9; the search keeps the g family
+    hash_ = page.evaluate("location.hash")
+    assert hash_.startswith("#cases?") and "policy=wrong%3Ap" in hash_ and "sort=tokens" in hash_ and "dir=desc" in hash_
+    fresh = open_page(browser, url + hash_, errors)
+    assert listed(fresh) == want
+    assert fresh.input_value("#f-search") == "g/" and fresh.input_value("#f-policy") == "wrong:0"
+    assert fresh.get_attribute("#case-list th[data-key=tokens]", "aria-sort") == "descending"
+    fresh.click("#case-list tbody tr:first-child td:nth-child(2)")
+    expect(fresh.locator("#case-title")).to_have_text(want[0])
+    fresh.click("text=← cases")
+    expect(fresh.locator("#f-count")).to_have_text(f"{len(want)} of 5 cases")
+    assert listed(fresh) == want and fresh.evaluate("location.hash") == hash_
+    # a value the menus do not offer is dropped, not shown as an empty list
+    odd = open_page(browser, url + "#cases?split=nosuch&policy=wrong:nosuch&sort=nosuch", errors)
+    assert len(listed(odd)) == len(records)
+    assert errors == []
+
+
 def test_policy_wrong_filter(browser, crafted):
     url, records, outcomes = crafted
     errors = []

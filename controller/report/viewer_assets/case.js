@@ -82,7 +82,7 @@ function casePage(id) {
   const c = D.cases.find((x) => x.id === id);
   if (!c) { $("case").innerHTML = "<p>No case <code>" + esc(id) + '</code> in this run. <a href="#cases">All cases</a></p>'; return; }
   const list = filtered(), k = list.indexOf(c), h = [], t = totals(c);
-  h.push('<div class="casenav"><a href="#cases">← cases</a>' + (k > 0 ? '<a href="' + caseHref(list[k - 1].id) + '">‹ previous</a>' : "") +
+  h.push('<div class="casenav"><a href="' + esc(listHash()) + '">← cases</a>' + (k > 0 ? '<a href="' + caseHref(list[k - 1].id) + '">‹ previous</a>' : "") +
     (k >= 0 && k < list.length - 1 ? '<a href="' + caseHref(list[k + 1].id) + '">next ›</a>' : "") +
     (k >= 0 ? '<span class="muted">' + (k + 1) + " of " + list.length + " in the list</span>" : "") + "</div>");
   h.push('<h2 id="case-title">' + esc(c.id) + '</h2><div class="muted">family ' + esc(c.family) + " · split " + esc(c.split) + " · " +

@@ -147,7 +147,41 @@ function filtered() {
     (!terms.length || matches(c, terms))));
 }
 
+// ---- the list's state in the URL: #cases?split=test&q=zebra&sort=tokens&dir=desc ----------
+// Filters and sort live in the hash (a reload or a shared link shows the same list); the policy
+// filter is named by policy, not by its place in the menu.
+const URL_FILTERS = [["q", "f-search"], ["split", "f-split"], ["family", "f-family"], ["outcome", "f-outcome"],
+  ["cat", "f-cat"]];
+
+function listHash() {
+  const p = new URLSearchParams();
+  for (const [k, id] of URL_FILTERS) if ($(id).value) p.set(k, $(id).value);
+  const pf = policyFilter();
+  if (pf) p.set("policy", pf[1] + ":" + D.policies[pf[0]]);
+  if ($("f-disagree").checked) p.set("disagree", "1");
+  if (sortState.key) { p.set("sort", sortState.key); if (sortState.dir < 0) p.set("dir", "desc"); }
+  const q = p.toString();
+  return "#cases" + (q ? "?" + q : "");
+}
+
+// Set the controls from a hash's query (a value a menu does not offer is dropped), then draw.
+function loadListState(query) {
+  const p = new URLSearchParams(query);
+  const pick = (el, v) => { el.value = v; if (el.value !== v) el.value = ""; };
+  for (const [k, id] of URL_FILTERS) pick($(id), p.get(k) || "");
+  const [kind, name] = (p.get("policy") || "").split(/:(.*)/s), i = D.policies.indexOf(name);
+  pick($("f-policy"), i >= 0 ? kind + ":" + i : "");
+  $("f-disagree").checked = p.get("disagree") === "1";
+  const key = p.get("sort");
+  sortState.key = columns().some((c) => c.key === key) ? key : null;
+  sortState.dir = p.get("dir") === "desc" ? -1 : 1;
+  renderList();
+}
+
 function renderList() {
+  const here = listHash();
+  $("nav-cases").setAttribute("href", here);  // back to the list as it was left
+  if (!$("cases").hidden && location.hash !== here) history.replaceState(null, "", here);
   const cs = filtered(), cols = columns(), terms = searchTerms();
   renderHead();
   $("f-count").textContent = cs.length + " of " + D.cases.length + " cases";

@@ -1,10 +1,11 @@
 // The trace viewer, part 5: start-up and routing. Three views picked by the URL hash
-// (#overview, #cases, #case/<id>), so a link to a case can be shared.
+// (#overview, #cases[?filters], #case/<id>), so a link to a case or to a filtered list can be shared.
 
 function route() {
   const hash = location.hash.slice(1) || "overview";
-  const view = hash.startsWith("case/") ? "case" : hash === "cases" ? "cases" : "overview";
+  const view = hash.startsWith("case/") ? "case" : hash === "cases" || hash.startsWith("cases?") ? "cases" : "overview";
   for (const v of ["overview", "cases", "case"]) $(v).hidden = v !== view;
+  if (view === "cases") loadListState(hash.slice(6));
   $("nav-overview").className = view === "overview" ? "on" : "";
   $("nav-cases").className = view !== "overview" ? "on" : "";
   if (view === "case") { casePage(decodeURIComponent(hash.slice(5))); window.scrollTo(0, 0); }
