@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from controller.env.registry import BEST_FIXED, ORACLE, ordered, role
+from controller.report.study import estimate_text
 
 LEAD = ("direct_only", "always_tool_visible", BEST_FIXED)
 
@@ -76,7 +77,7 @@ def answer_md(s: Mapping) -> list[str]:
         for h in prim:
             seeds = f", supported at {h['supported_at']} split seeds" if h.get("supported_at") else ""
             out.append(f"- `{h['name']}` ({', '.join(h.get('policies', []))}; {h.get('split')}): "
-                       f"**{h.get('verdict')}**{seeds}.")
+                       f"**{h.get('verdict')}**{seeds}; {estimate_text(h)}.")
         out.append("")
     sav = ((s.get("savings") or {}).get("cv_pooled") or (s.get("savings") or {}).get("test") or {})
     for learner in [p for p in _learners(res) if p in sav][:2]:

@@ -49,6 +49,21 @@ def headroom_md(s: Mapping) -> list[str]:
     return out
 
 
+def estimate_text(h: Mapping) -> str:
+    """A hypothesis's estimate with its 95% interval, in the words of its statistic."""
+    est = h.get("estimate")
+    if h["statistic"] == "cheaper_no_loss" and est is not None:
+        ni = h.get("noninferiority") or {}
+        return (f"saves {fixed(est)} {h['unit']}/case {interval(h.get('interval'))}; accuracy "
+                f"{fixed(h.get('accuracy_diff'))} ({ni.get('wins', 'n/a')} won, {ni.get('losses', 'n/a')} lost), "
+                f"exact lower bound {fixed(ni.get('lower_bound'))} vs margin -{fixed(h.get('margin'))} "
+                f"(family bootstrap {interval(h.get('accuracy_interval'))}, for information)")
+    if h["statistic"] == "beats_random_mix" and est is not None:
+        return (f"{h.get('learner_exact')} vs {fixed(h.get('mix_expected_exact'), 1)} expected "
+                f"({' + '.join(h.get('mix', []))}, w={fixed(h.get('w'), 2)}); {fixed(est)} {interval(h.get('interval'))}")
+    return f"{fixed(est)} {interval(h.get('interval'))}"
+
+
 def hypotheses_md(s: Mapping) -> list[str]:
     hyps = s.get("hypotheses")
     if not hyps:
@@ -68,18 +83,7 @@ def hypotheses_md(s: Mapping) -> list[str]:
     for h in hyps:
         note = "; ".join(x for x in (h.get("excluded", ""), ("same test as " + ", ".join(h["merged_with"]))
                                      if h.get("merged_with") else "") if x)
-        est = h.get("estimate")
-        if h["statistic"] == "cheaper_no_loss" and est is not None:
-            ni = h.get("noninferiority") or {}
-            est_txt = (f"saves {fixed(est)} {h['unit']}/case {interval(h.get('interval'))}; accuracy "
-                       f"{fixed(h.get('accuracy_diff'))} ({ni.get('wins', 'n/a')} won, {ni.get('losses', 'n/a')} lost), "
-                       f"exact lower bound {fixed(ni.get('lower_bound'))} vs margin -{fixed(h.get('margin'))} "
-                       f"(family bootstrap {interval(h.get('accuracy_interval'))}, for information)")
-        elif h["statistic"] == "beats_random_mix" and est is not None:
-            est_txt = (f"{h.get('learner_exact')} vs {fixed(h.get('mix_expected_exact'), 1)} expected "
-                       f"({' + '.join(h.get('mix', []))}, w={fixed(h.get('w'), 2)}); {fixed(est)} {interval(h.get('interval'))}")
-        else:
-            est_txt = f"{fixed(est)} {interval(h.get('interval'))}"
+        est_txt = estimate_text(h)
         rows.append([f"`{h['name']}`", "primary" if h["primary"] else "secondary", h["statistic"],
                      ", ".join(f"`{p}`" for p in h["policies"]), h["split"], h["unit"], h.get("n_families", "n/a"),
                      est_txt, p_value(h.get("p_family")), p_value(h.get("p_holm")), _split_seed_cell(h), h["verdict"], note])
