@@ -7,7 +7,8 @@ whose default is a dataclass is a section whose fields are flags in turn. ``meta
 False`` keeps a field off the command line. Kinds follow the annotation: a bool that defaults to
 False is a switch, one that defaults to True a ``--no-...`` switch; ``tuple[float, ...]`` takes
 ``A,B,C`` (``none``: empty) and a repeated flag appends; a str with ``metadata["repeat"]`` joins
-repeated values with it (``--base-url A --base-url B``). ``BackendConfig.extra`` keys come from its
+repeated values with it (``--base-url A --base-url B``); ``metadata["words"]`` names values of an
+int or float flag by words (``--sft-max-tokens auto`` is 0). ``BackendConfig.extra`` keys come from its
 ``metadata["options"]``. ``--config FILE`` (TOML) sets any flag by its name without the dashes
 (``max_repairs = 1``); a flag on the command line wins. ``flag_of`` maps a field path to its flag:
 error messages name fields and the command line shows them as flags.
@@ -35,6 +36,7 @@ class Flag:
     repeat: str | None = None
     choices: tuple | None = None
     metavar: str | None = None
+    words: dict | None = None  # words that stand for a value (``{"auto": 0}``), for an int or float flag
 
     @property
     def dest(self) -> str:
@@ -88,7 +90,7 @@ def flags(root_cls) -> dict[str, Flag]:
         negate = kind is bool and default is True
         name = meta.get("flag") or ("--no-" if negate else "--") + f.name.replace("_", "-")
         add(Flag(name, [path], kind, elem, default, meta["help"], negate, meta.get("repeat"),
-                 meta.get("choices"), meta.get("metavar")))
+                 meta.get("choices"), meta.get("metavar"), meta.get("words")))
     return out
 
 
@@ -98,10 +100,13 @@ def _parse(flag: Flag, text: str):
         if text.strip().lower() in ("none", ""):
             return ()
         return tuple(_parse(dataclasses.replace(flag, kind=flag.elem), w.strip()) for w in text.split(","))
+    if flag.words and text.strip().lower() in flag.words:
+        return flag.words[text.strip().lower()]
     try:
         return flag.kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {'an integer' if flag.kind is int else 'a number'}, "
+        also = "".join(f" or {w}" for w in flag.words or ())
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if flag.kind is int else 'a number'}{also}, "
                                          f"got {text!r}") from None
 
 

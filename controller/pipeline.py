@@ -63,9 +63,11 @@ class RunConfig:
                               "finishes, then every 10 s)", flag="--no-progress")
     export_sft: bool = _f(False, "write reports/sft/{train,dev}.jsonl: verified attempts as prompt-completion "
                                  "conversations for TRL's SFTTrainer (nothing from the test split; docs/sft.md)")
-    sft_max_tokens: int = _f(1024, "with --export-sft: leave out conversations longer than N tokens (prompt + "
-                                   "answer, as the backend counted them) and report how many; TRL's default "
-                                   "max_length; 0: no limit")
+    sft_max_tokens: int = _f(0, "with --export-sft: leave out conversations longer than N tokens (prompt + "
+                                "answer, as the backend counted them) and report how many per kind; auto or 0 "
+                                "(the default): leave out none, and log the length to train with (the longest "
+                                "row rounded up); reports/sft/export.json has the lengths",
+                             metavar="N|auto", words={"auto": 0})
     split_seed: int = _f(0, "seed of the family-disjoint split (and of the cross-validation folds)")
     test_families: int | None = _f(None, "families in the test split (default ~25%)")
     dev_families: int | None = _f(None, "families in the dev split (default ~20%)")
@@ -87,7 +89,7 @@ class RunConfig:
         for name in ("test_families", "dev_families"):
             val = getattr(self, name)
             check(val is None or val >= 0, name, f"must be >= 0, got {val}")
-        check(self.sft_max_tokens >= 0, "sft_max_tokens", f"must be >= 0 (0: no limit), got {self.sft_max_tokens}")
+        check(self.sft_max_tokens >= 0, "sft_max_tokens", f"must be >= 0 (0 or auto: the longest row), got {self.sft_max_tokens}")
         check(not self.resume or self.generate_traces, "resume", "only meaningful with `generate_traces`")
         if r.program_samples > 1 and b.temperature <= 0 and b.name not in ("synth", "replay"):
             raise ConfigError(f"`rollout.program_samples` {r.program_samples}: greedy decoding "
@@ -660,9 +662,8 @@ def write_outputs(cfg: RunConfig, result, records, timing, t0, log) -> dict:
 
     log(f"wrote {write_viewer(reports, full, records, outcomes)}")
     if cfg.export_sft:
-        from controller.report.sft import export_sft
+        from controller.report.sft import describe, export_sft
 
         n = export_sft(records, reports / "sft", cfg.rollout.repair_history, cfg.sft_max_tokens or None)
-        dropped = f"; {n['too_long']} left out for more than {cfg.sft_max_tokens} tokens" if cfg.sft_max_tokens else ""
-        log(f"wrote {reports / 'sft'}: {n['train']} train and {n['dev']} dev verified conversations{dropped}")
+        log(f"wrote {reports / 'sft'}: {describe(n)}")
     return full

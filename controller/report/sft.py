@@ -16,8 +16,12 @@ training snippet.
 
 ``tokens`` is the length of prompt plus completion as the traced backend counted it (its
 tokenizer and chat template for hf, vllm and openai; an estimate for synth). ``max_tokens``
-(``--sft-max-tokens``) leaves out longer rows, which TRL would otherwise truncate from the end,
-cutting off the answer; the count left out is returned.
+(``--sft-max-tokens N``) leaves out longer rows, which TRL would otherwise truncate from the end,
+cutting off the answer. By default (``auto``, 0 or None) no row is left out and the length to
+train with is chosen from the data: the longest exported row, rounded up to a multiple of
+``ROUND_TO``. ``export.json`` beside the rows says which length that is, how it was chosen, and
+per kind (direct, program: right at the first program, repair: right after a FIX) how many rows
+were kept, how many were left out for their length, and their token lengths.
 
 A verified trajectory is a direct answer that is right on the new input, or a program chain up
 to its first round that passed the public example and is right on the new input; its messages
@@ -35,9 +39,11 @@ from pathlib import Path
 
 from tracegen.conversations import direct_conversation, program_chains, round_conversation
 
-from controller.report.outputs import atomic_write_text
+from controller.report.outputs import atomic_write_json, atomic_write_text
 
 EXPORT_SPLITS = ("train", "dev")
+KINDS = ("direct", "program", "repair")
+ROUND_TO = 256  # auto: the longest row's tokens rounded up to a multiple of this
 
 
 def _tokens(part: dict) -> int:
@@ -65,26 +71,65 @@ def verified_conversations(record: dict, repair_history: bool = False) -> list[d
     return rows
 
 
-def export_sft(records: list[dict], out_dir: str | Path, repair_history: bool = False,
-               max_tokens: int | None = None) -> dict[str, int]:
-    """Write ``train.jsonl`` and ``dev.jsonl`` under ``out_dir``; returns rows per file and, as
-    ``too_long``, the rows left out for having more than ``max_tokens`` tokens (None: no limit).
+def auto_max_tokens(lengths: list[int]) -> int:
+    """The length ``auto`` chooses: the longest row, rounded up to a multiple of ``ROUND_TO`` (0: no rows)."""
+    return -(-max(lengths, default=0) // ROUND_TO) * ROUND_TO
 
-    ``repair_history``: the traces were made with ``--repair-history`` (FIX prompts showed every
-    earlier attempt), so the rebuilt prompts must show them too."""
+
+def _lengths(values: list[int]) -> dict:
+    if not values:
+        return {"n": 0}
+    v = sorted(values)
+    return {"n": len(v), "min": v[0], "median": v[len(v) // 2], "max": v[-1]}
+
+
+def export_sft(records: list[dict], out_dir: str | Path, repair_history: bool = False,
+               max_tokens: int | None = None) -> dict:
+    """Write ``train.jsonl``, ``dev.jsonl`` and ``export.json`` under ``out_dir``; returns what
+    ``export.json`` holds: rows per file (``train``, ``dev``), ``max_tokens`` (the length in force),
+    ``chosen`` (``auto`` or ``given``), ``longest``, ``too_long`` (rows left out for having more
+    than ``max_tokens`` tokens) and ``kinds`` (per kind: ``kept``, ``too_long``, ``lengths``).
+
+    ``max_tokens``: None or 0 chooses the length from the rows (``auto_max_tokens``: nothing is
+    left out). ``repair_history``: the traces were made with ``--repair-history`` (FIX prompts
+    showed every earlier attempt), so the rebuilt prompts must show them too."""
     test_families = {r["family"] for r in records if r.get("split") == "test"}
+    candidates = [row for rec in records
+                  if rec.get("split") in EXPORT_SPLITS and rec["family"] not in test_families
+                  for row in verified_conversations(rec, repair_history)]
+    longest = max((r["tokens"] for r in candidates), default=0)
+    chosen = "given" if max_tokens else "auto"
+    limit = max_tokens or auto_max_tokens([r["tokens"] for r in candidates])
     by_split: dict[str, list[dict]] = {s: [] for s in EXPORT_SPLITS}
-    too_long = 0
-    for rec in records:
-        if rec.get("split") in by_split and rec["family"] not in test_families:
-            for row in verified_conversations(rec, repair_history):
-                if max_tokens and row["tokens"] > max_tokens:
-                    too_long += 1
-                else:
-                    by_split[rec["split"]].append(row)
-    counts = {}
+    kinds = {k: {"kept": 0, "too_long": 0} for k in KINDS}
+    for row in candidates:
+        fits = row["tokens"] <= limit
+        kinds[row["kind"]]["kept" if fits else "too_long"] += 1
+        if fits:
+            by_split[row["split"]].append(row)
+    for k in KINDS:
+        kinds[k]["lengths"] = _lengths([r["tokens"] for r in candidates if r["kind"] == k])
+    out = Path(out_dir)
     for split, rows in by_split.items():
-        atomic_write_text(Path(out_dir) / f"{split}.jsonl",
-                          "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-        counts[split] = len(rows)
-    return {**counts, "too_long": too_long}
+        atomic_write_text(out / f"{split}.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    summary = {**{s: len(rows) for s, rows in by_split.items()}, "max_tokens": limit, "chosen": chosen,
+               "longest": longest, "too_long": sum(k["too_long"] for k in kinds.values()), "kinds": kinds}
+    atomic_write_json(out / "export.json", summary)
+    return summary
+
+
+def describe(summary: dict) -> str:
+    """The log line of an export: rows kept per split and kind, the length and why, what was left out."""
+    kinds = summary["kinds"]
+    kept = ", ".join(f"{kinds[k]['kept']} {k}" for k in KINDS)
+    head = f"{summary['train']} train and {summary['dev']} dev verified conversations ({kept})"
+    limit = summary["max_tokens"]
+    if summary["chosen"] == "auto":
+        return (f"{head}; none left out: train with max_length={limit} (--sft-max-tokens auto: the longest row, "
+                f"{summary['longest']} tokens, rounded up to a multiple of {ROUND_TO})")
+    if not summary["too_long"]:
+        return f"{head}; none longer than {limit} tokens"
+    dropped = ", ".join(f"{v['too_long']} of {v['kept'] + v['too_long']} {k}" for k, v in kinds.items()
+                        if v["too_long"])
+    return (f"{head}; {summary['too_long']} left out for more than {limit} tokens ({dropped}; the longest has "
+            f"{summary['longest']}; --sft-max-tokens auto keeps them all)")

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from cases import Case
-from controller.report.sft import export_sft, verified_conversations
+from controller.report.sft import describe, export_sft, verified_conversations
 from tracegen.conversations import direct_conversation, program_chains, record_task, round_messages
 from tracegen.rollout import RolloutConfig, trace_cases
 
@@ -113,7 +113,7 @@ def test_export_keeps_train_and_dev_only_and_no_test_family(tmp_path):
     counts = export_sft(recs, tmp_path / "sft")
     train = [json.loads(l) for l in (tmp_path / "sft" / "train.jsonl").read_text().splitlines()]
     dev = [json.loads(l) for l in (tmp_path / "sft" / "dev.jsonl").read_text().splitlines()]
-    assert counts == {"train": len(train), "dev": len(dev), "too_long": 0}
+    assert (counts["train"], counts["dev"], counts["too_long"]) == (len(train), len(dev), 0)
     assert sorted((r["case_id"], r["kind"], r["sample"], r["round"]) for r in train) == [
         ("a/a_1", "direct", None, None), ("a/a_2", "repair", 0, 1), ("c/c_1", "repair", 1, 1)]
     assert [(r["case_id"], r["kind"]) for r in dev] == [("b/b_1", "program")]
@@ -150,11 +150,56 @@ def test_max_tokens_leaves_out_longer_rows_and_counts_them(tmp_path):
             make_record("b/b_1", "b", "dev", direct=ANSWER, direct_tokens=500),  # 80 + 500
             make_record("b/b_2", "b", "dev", rounds=[(True, ANSWER)], round_tokens=21)]
     counts = export_sft(recs, tmp_path, max_tokens=120)
-    assert counts == {"train": 1, "dev": 0, "too_long": 3}
+    assert (counts["train"], counts["dev"], counts["too_long"]) == (1, 0, 3)
+    assert (counts["max_tokens"], counts["chosen"], counts["longest"]) == (120, "given", 580)
+    assert {k: (v["kept"], v["too_long"]) for k, v in counts["kinds"].items()} == {
+        "direct": (0, 1), "program": (1, 1), "repair": (0, 1)}
     [row] = [json.loads(l) for l in (tmp_path / "train.jsonl").read_text().splitlines()]
     assert (row["case_id"], row["tokens"]) == ("a/a_1", 120)  # the limit itself is kept
     assert (tmp_path / "dev.jsonl").read_text() == ""
-    assert export_sft(recs, tmp_path)["too_long"] == 0  # None: no limit
+    assert json.loads((tmp_path / "export.json").read_text()) == counts
+    assert describe(counts).endswith("3 left out for more than 120 tokens (1 of 1 direct, 1 of 2 program, 1 of 1 "
+                                     "repair; the longest has 580; --sft-max-tokens auto keeps them all)")
+    assert export_sft(recs, tmp_path)["too_long"] == 0  # None: auto, nothing left out
+
+
+def test_default_length_keeps_the_long_repair_conversations(tmp_path):
+    """The user report: every repair row was over TRL's 1024 default. ``auto`` keeps them all and
+    chooses the length to train with from the longest row; an explicit limit's report is per kind."""
+    recs = [make_record("a/a_1", "a", "train", direct=ANSWER, direct_tokens=300),  # 80 + 300
+            make_record("a/a_2", "a", "train", rounds=[(True, ANSWER)], round_tokens=700),  # 100 + 700
+            make_record("b/b_1", "b", "dev", rounds=[(True, ANSWER)], round_tokens=950)]  # 1050
+    # three repair conversations, each longer than 1024 (the failed program sits in the prompt)
+    recs += [make_record(f"c/c_{i}", "c", "train", rounds=[(False, None)] * i + [(True, ANSWER)],
+                         round_tokens=1000 + 500 * i, max_repairs=3) for i in (1, 2, 3)]  # 1600, 2100, 2600
+    recs += [make_record("t/t_1", "t", "test", rounds=[(False, None), (True, ANSWER)], round_tokens=9000)]
+    counts = export_sft(recs, tmp_path / "sft")
+    assert (counts["train"], counts["dev"], counts["too_long"]) == (5, 1, 0)
+    assert (counts["max_tokens"], counts["chosen"], counts["longest"]) == (2816, "auto", 2600)  # 11 x 256
+    assert {k: (v["kept"], v["too_long"]) for k, v in counts["kinds"].items()} == {
+        "direct": (1, 0), "program": (2, 0), "repair": (3, 0)}
+    assert counts["kinds"]["repair"]["lengths"] == {"n": 3, "min": 1600, "median": 2100, "max": 2600}
+    train = [json.loads(l) for l in (tmp_path / "sft" / "train.jsonl").read_text().splitlines()]
+    assert sorted(r["tokens"] for r in train if r["kind"] == "repair") == [1600, 2100, 2600]
+    assert json.loads((tmp_path / "sft" / "export.json").read_text()) == counts
+    assert "none left out: train with max_length=2816" in describe(counts)
+    assert "(1 direct, 2 program, 3 repair)" in describe(counts)
+    # TRL's old default drops every repair row and one program row, and says so per kind
+    old = export_sft(recs, tmp_path / "old", max_tokens=1024)
+    assert (old["train"], old["dev"], old["too_long"]) == (2, 0, 4)
+    assert {k: v["too_long"] for k, v in old["kinds"].items()} == {"direct": 0, "program": 1, "repair": 3}
+    assert "4 left out for more than 1024 tokens (1 of 2 program, 3 of 3 repair;" in describe(old)
+    assert json.loads((tmp_path / "old" / "export.json").read_text())["kinds"]["repair"]["too_long"] == 3
+
+
+def test_sft_max_tokens_flag_takes_auto_or_an_integer():
+    from controller.cli import build_config, make_parser
+
+    def parsed(*argv):
+        return build_config(make_parser().parse_args(list(argv))).sft_max_tokens
+
+    assert parsed() == 0 and parsed("--sft-max-tokens", "auto") == 0 and parsed("--sft-max-tokens", "AUTO") == 0
+    assert parsed("--sft-max-tokens", "2048") == 2048
 
 
 @pytest.fixture(scope="module")
