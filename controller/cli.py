@@ -14,6 +14,11 @@ Full study with a real model (weights already on disk or in the local HF cache):
         --train-shuffled-lora --backend vllm --model Qwen/Qwen3.5-4B --max-repairs 2 \\
         --dagger-iters 3 --cv-folds 5 --resume
 
+Two more subcommands, each with its own --help (docs/compare.md):
+
+    live-tool-dagger compare ROOT_A ROOT_B [--out DIR]   two runs on the same cases, B - A per policy
+    live-tool-dagger view [DIR] [--open]                 list the runs under DIR, index page runs.html
+
 `python scripts/run_live_tool_dagger.py` is the same command from a checkout.
 Outputs go to <root>/reports/ (final_summary.json, report.md, figures/, predictions/, viewer/index.html).
 Exit status: 0 done, 2 bad input (one line names the file or flag), 130 interrupted.
@@ -103,7 +108,12 @@ def print_table(summary: dict) -> None:
 
 
 def main(argv=None) -> int:
-    args = make_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words and words[0] in ("compare", "view"):  # subcommands with their own parsers (controller/commands.py)
+        from controller.commands import main as subcommand
+
+        return subcommand(words)
+    args = make_parser().parse_args(words)
     from tracegen.errors import ConfigError
 
 

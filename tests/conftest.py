@@ -6,11 +6,14 @@
   their own copies (tests/sandbox/ is being edited elsewhere), which shadow these until dropped;
 * ``tiny_model``: the tiny Qwen3.5-architecture model, built once per session;
 * ``run_cli``: the command as a user runs it, ``python scripts/run_live_tool_dagger.py ...``, in a
-  child process (so no test imports a script).
+  child process (so no test imports a script);
+* ``browser``: one headless system Chromium per module through playwright (``browsers.find_browser``),
+  skipped with a warning when none is found; tests/controller/test_viewer.py still defines its own
+  copy, which shadows this one until dropped.
 
 This folder is on ``sys.path`` (pytest puts a rootdir conftest's folder there), so the helper
 modules beside this file (``e2e_helpers``, ``tracefactory``, ``scripted``, ``local_http``,
-``openai_stub``) import by name from every folder below it.
+``openai_stub``, ``browsers``) import by name from every folder below it.
 """
 from __future__ import annotations
 
@@ -58,3 +61,23 @@ def run_cli():
                               cwd=cwd, env=env, timeout=timeout)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def browser():
+    import warnings
+
+    from browsers import find_browser
+
+    exe = find_browser()
+    if exe is None:
+        reason = ("no system Chromium found (install Debian's chromium-headless-shell or set VIEWER_BROWSER): "
+                  "the pages were NOT tested in a browser")
+        warnings.warn(reason)
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe)
+        yield b
+        b.close()
