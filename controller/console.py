@@ -8,42 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-import warnings
-from collections import Counter
 
-THIRD_PARTY = ("transformers", "peft", "sklearn", "torch", "trl", "accelerate", "datasets", "huggingface_hub",
-               "tokenizers", "scipy", "statsmodels", "matplotlib", "numpy", "gguf")
-
-
-def _package(filename: str) -> str | None:
-    parts = filename.replace("\\", "/").split("/")
-    for i, part in enumerate(parts[:-1]):
-        if part in ("site-packages", "dist-packages") and parts[i + 1].split(".")[0] in THIRD_PARTY:
-            return parts[i + 1].split(".")[0]
-    return None
-
-
-class WarningSummary:
-    """Replaces ``warnings.showwarning``: a warning raised inside a third-party package is counted,
-    anything else is shown as usual. ``line()`` says how many were held back, by package."""
-
-    def __init__(self):
-        self.counts: Counter = Counter()
-        self._show = warnings.showwarning
-
-    def showwarning(self, message, category, filename, lineno, file=None, line=None):
-        pkg = _package(filename)
-        if pkg is None:
-            return self._show(message, category, filename, lineno, file, line)
-        self.counts[pkg] += 1
-
-    def line(self) -> str | None:
-        if not self.counts:
-            return None
-        by = ", ".join(f"{pkg} {n}" for pkg, n in self.counts.most_common())
-        total = sum(self.counts.values())
-        return (f"note: {total} warning{'s' * (total != 1)} from libraries held back ({by}); "
-                "set LIVE_TOOL_DAGGER_WARNINGS=1 to see them")
+from tracegen.held_warnings import WarningSummary, hold
 
 
 def quiet_libraries(stream=None) -> WarningSummary | None:
@@ -62,6 +28,4 @@ def quiet_libraries(stream=None) -> WarningSummary | None:
         tty = False
     if not tty:  # model loading and saving bars (transformers reads this at import)
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    summary = WarningSummary()
-    warnings.showwarning = summary.showwarning
-    return summary
+    return hold()  # the LoRA worker holds its own back too and sends the counts here

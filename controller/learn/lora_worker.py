@@ -49,6 +49,10 @@ def _serve(conn, nice: int = 0) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle; it closes us
+    from tracegen import held_warnings
+
+    if os.environ.get(held_warnings.HOLD_ENV) == "1":  # the caller summarises warnings: count ours
+        held_warnings.hold()
     was = os.getpriority(os.PRIO_PROCESS, 0)
     if nice > 0:
         os.nice(nice)
@@ -78,6 +82,8 @@ def _serve(conn, nice: int = 0) -> None:
             elif op == "choose":
                 _, key, prompts, valid = msg
                 reply = (True, policies[key].choose(prompts, valid))
+            elif op == "warnings":  # what this process held back, for the caller's summary line
+                reply = (True, dict(held_warnings.ACTIVE.counts) if held_warnings.ACTIVE else {})
             else:
                 raise ValueError(f"unknown request {op!r}")
         except Exception as err:  # noqa: BLE001  (sent back and raised in the caller)
@@ -112,16 +118,20 @@ class LoraWorker:
 
     def __init__(self, while_waiting: Callable[[], Any] | None = None, nice: int = 0) -> None:
         import json
+        import os
         import socket
         import subprocess
         import sys
         from multiprocessing.connection import Connection
 
+        from tracegen import held_warnings
+
         ours, theirs = socket.socketpair()
+        env = {**os.environ, held_warnings.HOLD_ENV: "1"} if held_warnings.ACTIVE is not None else None
         with theirs:
             self._proc = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), str(theirs.fileno()),
                                            str(max(0, int(nice)))],
-                                          pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+                                          pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env)
         self._conn = Connection(ours.detach())
         self._sent = self._received = 0
         self._replies: dict[int, tuple] = {}
@@ -171,6 +181,7 @@ class LoraWorker:
         it replies); a training still running (an error or Ctrl-C left its reply unread) is dropped."""
         import subprocess
 
+        self._collect_warnings()
         try:
             self._proc.terminate()
             self._proc.wait(10)
@@ -179,6 +190,22 @@ class LoraWorker:
             self._proc.wait()
         finally:
             self._conn.close()
+
+    def _collect_warnings(self) -> None:
+        """Add the worker's held-back warnings to this process's summary: asked only when every
+        reply is in (after an error or Ctrl-C a training may still run; its warnings go unsaid)."""
+        from tracegen import held_warnings
+
+        if held_warnings.ACTIVE is None or self._received != self._sent or self._proc.poll() is not None:
+            return
+        try:
+            self._conn.send(("warnings",))
+            if self._conn.poll(5):
+                ok, counts = self._conn.recv()
+                if ok:
+                    held_warnings.ACTIVE.counts.update(counts)
+        except (EOFError, OSError):
+            pass
 
     def __enter__(self) -> "LoraWorker":
         return self

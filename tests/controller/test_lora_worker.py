@@ -59,3 +59,20 @@ def test_a_niced_worker_imports_nicer_and_trains_at_the_callers_priority(tmp_pat
         after = os.getpriority(os.PRIO_PROCESS, pid)
         # back where it started, unless the system refuses an unprivileged process that
         assert after == ours or (os.geteuid() != 0 and after == ours + 5)
+
+
+def test_the_workers_library_warnings_join_the_callers_summary(tmp_path, capfd, monkeypatch):
+    """With the caller's warnings held back (the CLI's default), the worker holds its own back too
+    (a training warns through transformers) and its counts reach the caller's summary line."""
+    from tracegen import held_warnings
+
+    monkeypatch.setattr(held_warnings, "ACTIVE", None)
+    monkeypatch.setattr("warnings.showwarning", __import__("warnings").showwarning)
+    summary = held_warnings.hold()
+    cfg = LoraPolicyConfig(cache_dir=str(tmp_path / "base"), max_steps=2, batch_size=8, eval_every=2)
+    with LoraWorker() as worker:
+        worker.train(_examples(16), cfg, str(tmp_path / "out"), progress=False).meta
+    err = capfd.readouterr().err
+    assert "Warning" not in err, err
+    assert summary.counts.get("transformers", 0) >= 1, summary.counts
+    assert "from libraries held back (transformers" in summary.line()
