@@ -8,8 +8,7 @@
 * ``run_cli``: the command as a user runs it, ``python scripts/run_live_tool_dagger.py ...``, in a
   child process (so no test imports a script);
 * ``browser``: one headless system Chromium per module through playwright (``browsers.find_browser``),
-  skipped with a warning when none is found; tests/controller/test_viewer.py still defines its own
-  copy, which shadows this one until dropped.
+  skipped with a warning when none is found.
 
 This folder is on ``sys.path`` (pytest puts a rootdir conftest's folder there), so the helper
 modules beside this file (``e2e_helpers``, ``tracefactory``, ``scripted``, ``local_http``,

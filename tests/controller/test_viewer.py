@@ -6,7 +6,6 @@ import re
 import shutil
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 from urllib.parse import quote
 
@@ -19,17 +18,6 @@ from tracefactory import ANSWER, WRONG, make_record
 REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "scripts" / "run_live_tool_dagger.py"
 VIEW = REPO / "scripts" / "view_traces.py"
-BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
-
-
-def find_browser() -> str | None:
-    """VIEWER_BROWSER, else a system Chromium on PATH (never a downloaded one)."""
-    if os.environ.get("VIEWER_BROWSER"):
-        return os.environ["VIEWER_BROWSER"]
-    for name in BROWSERS:
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
 
 
 def script(path, *args):
@@ -124,22 +112,6 @@ def open_page(browser, url, errors, width=1280):
     page.goto(url)
     page.wait_for_selector("body[data-ready]", state="attached", timeout=20_000)
     return page
-
-
-@pytest.fixture(scope="module")
-def browser():
-    exe = find_browser()
-    if exe is None:
-        reason = ("no system Chromium found (install Debian's chromium-headless-shell or set VIEWER_BROWSER): "
-                  "the viewer was NOT tested in a browser")
-        warnings.warn(reason)
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe)
-        yield b
-        b.close()
 
 
 def test_viewer_in_a_real_browser(browser, run, tmp_path):
