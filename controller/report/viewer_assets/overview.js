@@ -92,7 +92,7 @@ function overview() {
   if (!r.figures.length) h.push('<p class="muted">(no figures in ../figures/)</p>');
   h.push('<div class="figures">');
   for (const f of r.figures)
-    h.push('<figure><a href="../figures/' + esc(f) + '"><img src="../figures/' + esc(f) + '" alt="' + esc(f) +
+    h.push('<figure' + (f === "accuracy_vs_compute.png" ? ' class="wide"' : "") + '><a href="../figures/' + esc(f) + '"><img src="../figures/' + esc(f) + '" alt="' + esc(f) +
       '"></a><figcaption>' + esc(f) + "</figcaption></figure>");
   $("overview").innerHTML = h.join("") + "</div>";
 }
