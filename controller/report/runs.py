@@ -47,14 +47,19 @@ class Run:
 # ----------------------------------------------------------------------------- reading
 
 
-def read_json(path: Path) -> dict:
-    """A JSON object from ``path``; anything else raises ``RunFilesError`` naming the file."""
+def read_text(path: Path) -> str:
+    """The file's text; a missing or unreadable file raises ``RunFilesError`` naming it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RunFilesError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as err:
         raise RunFilesError(f"{path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
+
+
+def read_json(path: Path) -> dict:
+    """A JSON object from ``path``; anything else raises ``RunFilesError`` naming the file."""
+    text = read_text(path)
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as err:
@@ -95,12 +100,7 @@ def read_predictions(path: Path) -> list[dict]:
     """The rows of ``predictions/<policy>.jsonl`` (docs/outputs.md), each checked for the fields a
     comparison reads: ``case_id``, ``split``, ``family`` (strings), ``correct`` (true, false or
     null), ``program_generations`` and ``repair_actions`` (counts)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunFilesError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise RunFilesError(f"{path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
+    text = read_text(path)
     rows, seen = [], set()
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
