@@ -57,7 +57,8 @@ def answer_md(s: Mapping) -> list[str]:
         out += [f"**The best fixed policy** (every repair budget and visible rule, chosen on train + dev by cases "
                 f"right, then cost): `{bf['chosen']}`{picks}.", ""]
     names = [p for p in (*LEAD, *_learners(res), ORACLE) if p in res]
-    out += [f"Results over {where} (every scored case once):", "",
+    scope = "every scored case once" if where.startswith("pooled") else "the held-out families' scored cases"
+    out += [f"Results over {where} ({scope}):", "",
             "| policy | right | program generations |", "|---|---|---|", *[_row(p, res[p]) for p in names], ""]
     diffs = (s.get("split_seeds") or {}).get("differences") or {}
     rows = []
