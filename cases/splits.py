@@ -190,6 +190,11 @@ def read_split_manifest(path: str | Path) -> dict[str, Any]:
         raise SplitError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
     if not isinstance(obj, dict) or "split_families" not in obj:
         raise SplitError(f"{path}: no split_families object")
+    version = obj.get("version", 1)
+    if type(version) is not int or not 1 <= version <= MANIFEST_VERSION:
+        raise SplitError(f"{path}: manifest version {version!r}; this toolkit reads versions 1 to {MANIFEST_VERSION}")
+    if not isinstance(obj.get("method", ""), (str, type(None))):
+        raise SplitError(f"{path}: method must be a string, got {obj['method']!r}")
     splits = obj["split_families"]
     _check_split_families(str(path), splits)
     probes = obj.get("probe_case_ids", [])

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 import typing
 from pathlib import Path
@@ -103,11 +104,14 @@ def _parse(flag: Flag, text: str):
     if flag.words and text.strip().lower() in flag.words:
         return flag.words[text.strip().lower()]
     try:
-        return flag.kind(text)
+        value = flag.kind(text)
     except ValueError:
         also = "".join(f" or {w}" for w in flag.words or ())
         raise argparse.ArgumentTypeError(f"expected {'an integer' if flag.kind is int else 'a number'}{also}, "
                                          f"got {text!r}") from None
+    if flag.kind is float and not math.isfinite(value):  # nan passes no range check, inf every one
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 class _Collect(argparse.Action):
@@ -162,13 +166,17 @@ class Parser(argparse.ArgumentParser):
 
 
 def _coerce(flag: Flag, value):
+    if flag.kind is bool and type(value) is not bool:  # bool("no") is True: only true and false
+        raise TypeError(f"expected bool (true or false), got {value!r}")
     if isinstance(value, str) and flag.kind is not str:
         return _parse(flag, value)
     if flag.repeat and isinstance(value, list):
         return flag.repeat.join(_coerce(flag, v) for v in value)
     if flag.kind is tuple and isinstance(value, list):
         return tuple(_coerce(dataclasses.replace(flag, kind=flag.elem), v) for v in value)
-    if flag.kind is float and type(value) is int:
+    if flag.kind is float and type(value) in (int, float):
+        if not math.isfinite(value):  # TOML has inf and nan
+            raise TypeError(f"expected a finite number, got {value!r}")
         return float(value)
     if type(value) is not flag.kind:
         raise TypeError(f"expected {flag.kind.__name__}, got {value!r}")

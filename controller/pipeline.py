@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -17,6 +18,7 @@ from pathlib import Path
 from cases import (CaseError, SplitError, default_split_sizes, load_cases, make_splits, probe_cases,
                    read_split_manifest, resolve_case_set, split_manifest)
 from tracegen.backends import BackendConfig, PartialGeneration, available_backends
+from tracegen.backends.replay import ReplayMissError
 from tracegen.errors import ConfigError, check
 from tracegen.records import TraceFileError, read_traces, repair_torn_tail
 from tracegen.rollout import RolloutConfig
@@ -178,10 +180,24 @@ def trace_config(cfg: RunConfig, cases) -> dict:
             "case_set": _case_set_digest(cases), "n_cases": len(cases)}
 
 
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
 def check_flags(cfg: RunConfig) -> None:
     """What a built config cannot check alone (the registry, files, installed models): raises
     ``ConfigError`` naming the field. Changes nothing."""
     b, e = cfg.backend, cfg.experiment
+    if cfg.tag is not None and not _TAG.fullmatch(cfg.tag):
+        raise UsageError(f"must be letters, digits, '.', '_' or '-' (it names reports/fresh_traces_TAG.jsonl), "
+                         f"got {cfg.tag!r}", "tag")
+    root = Path(cfg.root)
+    above = root
+    while not above.exists() and above != above.parent:  # the nearest folder that is there
+        above = above.parent
+    if above.exists() and not above.is_dir():
+        raise UsageError(f"{above} is not a directory", "root")
+    if _reports(cfg).exists() and not _reports(cfg).is_dir():
+        raise UsageError(f"{_reports(cfg)} is not a directory (a run writes its outputs there)")
     if b.name not in available_backends():
         raise UsageError(f"unknown backend {b.name!r}; choose one of {', '.join(available_backends())}",
                          "backend.name")
@@ -214,33 +230,69 @@ def policy_model(name: str) -> str:
         raise UsageError(str(err), field_) from None
     if not (path / "config.json").is_file():
         raise UsageError(f"{path} holds no model (no config.json there)", field_)
+    try:
+        conf = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{path / 'config.json'}: not a model config ({_why(err)})", field_) from None
+    if not isinstance(conf, dict):
+        raise UsageError(f"{path / 'config.json'}: not a model config (a JSON {_JSON_KIND.get(type(conf), 'value')}, "
+                         "not an object)", field_)
     return str(path)
 
 
-def split_sizes(cfg: RunConfig, families) -> tuple[int, int]:
-    """(n_test, n_dev) for a fresh split, or UsageError: checked before anything is written."""
+_JSON_KIND = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+def _why(err: Exception) -> str:
+    """A file's read or parse error in a few words."""
+    if isinstance(err, json.JSONDecodeError):
+        return f"not valid JSON: {err.msg} at line {err.lineno}"
+    if isinstance(err, UnicodeDecodeError):
+        return "not UTF-8 text"
+    return getattr(err, "strerror", None) or type(err).__name__
+
+
+def split_sizes(cfg: RunConfig, families, of=None) -> tuple[int, int]:
+    """(n_test, n_dev) for a fresh split, or UsageError: checked before anything is written.
+    ``of``: the families of the whole case set, so a split that fails because the selection
+    (``limit_total``) or the trace file left fewer families names that as the cause."""
+    narrowed = ""
+    if of is not None and len(set(of)) > len(set(families)):
+        given = [f"`{k}` {getattr(cfg, k)}" for k in SELECTION if getattr(cfg, k) is not None]
+        left = f"{len(set(families))} of the {len(set(of))} families"
+        narrowed = (f"{' and '.join(given)} leave{'s' * (len(given) == 1)} {left}" if given
+                    else f"{trace_path(cfg)} holds cases of {left}")
     try:
         n_test, n_dev = default_split_sizes(len(families))
     except SplitError as err:
+        if narrowed:
+            raise UsageError(f"{narrowed}; train/dev/test splits need at least 3") from None
         raise UsageError(str(err), "cases") from None
     n_test = cfg.test_families if cfg.test_families is not None else n_test
     n_dev = cfg.dev_families if cfg.dev_families is not None else n_dev
+    if n_test < 1:
+        raise UsageError(f"must be at least 1, got {n_test}", "test_families")
     if n_test + n_dev >= len(families):
         raise UsageError(f"{n_test} test + {n_dev} dev families leave no training family out of {len(families)}"
-                         " (`test_families`/`dev_families`)", "test_families")
+                         f" (`test_families`/`dev_families`{'; ' + narrowed if narrowed else ''})", "test_families")
     return n_test, n_dev
 
 
 def _manifest_splits(cfg: RunConfig, families) -> tuple[dict, dict]:
-    """The splits of ``split_manifest``, which must place every family of the run's cases."""
+    """The splits of ``split_manifest``, which must place every family of the run's cases. The
+    manifest a resumed or re-analysed run keeps from its reports/ is named as a file, one given
+    with ``split_manifest`` by its flag too."""
+    kept = Path(cfg.split_manifest) == _reports(cfg) / "split_manifest.json"
+    field_ = None if kept else "split_manifest"
     try:
         m = read_split_manifest(cfg.split_manifest)
     except SplitError as err:
-        raise UsageError(str(err)) from None
+        raise UsageError(str(err), field_) from None
     split_families = m["split_families"]
     missing = sorted(set(families) - {f for fs in split_families.values() for f in fs})
     if missing:
-        raise UsageError(f"{cfg.split_manifest}: no split for families {', '.join(missing[:5])}", "split_manifest")
+        raise UsageError(f"{cfg.split_manifest}: no split for families {', '.join(missing[:5])}"
+                         + (" (the split kept from the traced run)" if kept else ""), field_)
     return split_families, {"source": cfg.split_manifest, "method": m["method"], "probe_case_ids": m["probe_case_ids"]}
 
 
@@ -334,25 +386,75 @@ def _keep_a_copy(src: Path, dst: Path, linked: bool) -> None:
 # ---- traces ---------------------------------------------------------------------------------
 
 def _check_trace_file(cfg: RunConfig, tcfg: dict, log) -> tuple[frozenset[str], list | None]:
-    """Read-only checks of an existing trace file, before anything is written.
+    """Read-only checks of an existing trace file and its run config, before anything is written.
 
     Returns (case ids already traced, when resuming; the validated records, when only reusing).
     """
-    path, cpath = trace_path(cfg), _run_config_path(cfg)
+    path = trace_path(cfg)
+    conf = _read_run_config(cfg) if cfg.resume or not cfg.generate_traces else None
     try:
         if not cfg.generate_traces:
-            return frozenset(), read_traces(path, warn=log)
+            records = read_traces(path, warn=log)
+            if not records:
+                raise UsageError(f"{path}: holds no trace records; trace the cases with `generate_traces`")
+            _check_unique(path, records)
+            return frozenset(), records
         if cfg.resume and path.exists():
-            if cpath.exists() and not cfg.force:
-                old = json.loads(cpath.read_text())["trace_config"]
+            if conf is not None and not cfg.force:
+                old = conf["trace_config"]
                 diffs = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in tcfg.items() if old.get(k) != v]
                 if diffs:
                     raise UsageError(f"{path} was made with other settings ({'; '.join(diffs)}); "
                                      "set `force` to continue it anyway", "resume")
-            return frozenset(r["case_id"] for r in read_traces(path, warn=log)), None
+            records = read_traces(path, warn=log)
+            _check_unique(path, records)
+            return frozenset(r["case_id"] for r in records), None
     except TraceFileError as err:
         raise UsageError(str(err)) from None
+    except OSError as err:  # e.g. a folder where the file should be
+        raise UsageError(f"{path}: cannot read ({_why(err)})") from None
     return frozenset(), None
+
+
+def _check_unique(path: Path, records: list) -> None:
+    """One record per case: a second one would be counted twice (a resumed run never writes it)."""
+    seen: dict[str, int] = {}
+    for i, r in enumerate(records):
+        if r["case_id"] in seen:
+            lines = [n for n, line in enumerate(path.read_bytes().split(b"\n"), 1) if line.strip()]
+            raise UsageError(f"{path}: line {lines[i]} repeats case {r['case_id']!r} (first on line "
+                             f"{lines[seen[r['case_id']]]})")
+        seen[r["case_id"]] = i
+
+
+def _read_run_config(cfg: RunConfig) -> dict | None:
+    """The run_config.json beside the traces, checked (None: there is none, e.g. an older run's
+    folder): a JSON object with a ``trace_config`` object, a ``selection`` of positive counts and a
+    ``traces_started_utc`` string where they are present; UsageError names the file."""
+    path = _run_config_path(cfg)
+    if not path.exists():
+        return None
+    try:
+        conf = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{path}: cannot be read ({_why(err)})") from None
+    if not isinstance(conf, dict):
+        raise UsageError(f"{path}: top level is a JSON {_JSON_KIND.get(type(conf), 'value')}, expected an object "
+                         "with trace_config")
+    if not isinstance(conf.get("trace_config"), dict):
+        raise UsageError(f"{path}: no trace_config object (the settings the traces were made with)")
+    selection = conf.get("selection", {})
+    if not isinstance(selection, dict):
+        raise UsageError(f"{path}: selection must be an object ({', '.join(SELECTION)}), got {selection!r}")
+    for k, v in selection.items():
+        if k not in SELECTION:
+            raise UsageError(f"{path}: selection has an unknown key {k!r} (known: {', '.join(SELECTION)})")
+        if type(v) is not int or v <= 0:
+            raise UsageError(f"{path}: selection.{k} must be a positive integer, got {v!r}")
+    started = conf.get("traces_started_utc")
+    if started is not None and not isinstance(started, str):
+        raise UsageError(f"{path}: traces_started_utc must be a UTC time string, got {started!r}")
+    return conf
 
 
 def _start_trace_file(cfg: RunConfig, log) -> None:
@@ -443,11 +545,7 @@ def _traced_selection(cfg: RunConfig, log) -> RunConfig:
     made for: the ``selection`` its run_config.json keeps (a smoke run's ``limit_total``)."""
     if _selection(cfg) or (cfg.generate_traces and not cfg.resume):
         return cfg
-    try:
-        kept = json.loads(_run_config_path(cfg).read_text()).get("selection") or {}
-    except (OSError, ValueError, AttributeError):  # absent or unreadable: checked where it is read
-        return cfg
-    kept = {k: v for k, v in kept.items() if k in SELECTION and isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    kept = (_read_run_config(cfg) or {}).get("selection") or {}
     if kept:
         log("the traced selection: " + ", ".join(f"{k} {v}" for k, v in kept.items()) + f" ({_run_config_path(cfg).name})")
     return replace(cfg, **kept) if kept else cfg
@@ -456,8 +554,8 @@ def _traced_selection(cfg: RunConfig, log) -> RunConfig:
 def _traces_started_utc(cfg: RunConfig) -> str | None:
     """``traces_started_utc`` of the run_config.json beside the traces (None: absent, e.g. older files)."""
     try:
-        return json.loads(_run_config_path(cfg).read_text()).get("traces_started_utc")
-    except (OSError, ValueError, AttributeError):
+        return (_read_run_config(cfg) or {}).get("traces_started_utc")
+    except UsageError:  # checked before the run began; this run may have rewritten it since
         return None
 
 
@@ -486,20 +584,35 @@ def run(cfg: RunConfig, log=print) -> dict:
     backend = None
     try:
         done, records = _check_trace_file(cfg, tcfg, log)
+        if records is not None:
+            known = {c.case_id for c in all_cases}
+            if not any(r["case_id"] in known for r in records):
+                raise UsageError(f"none of the {len(records)} records of {path} is a case of {cfg.cases} (e.g. "
+                                 f"{records[0]['case_id']!r}): give the case set the traces were made from", "cases")
         if records is not None and not _selection(cfg):  # an older run's folder: the cases it traced
             traced = {r["case_id"] for r in records}
             cases = [c for c in cases if c.case_id in traced]
         if cfg.split_manifest:
             _manifest_splits(cfg, {c.family for c in cases})
         else:
-            split_sizes(cfg, {c.family for c in cases})
+            split_sizes(cfg, {c.family for c in cases}, of={c.family for c in all_cases})
         backend = _open_backend(cfg) if cfg.generate_traces else None
+        replays = getattr(backend, "replays", None)
+        if replays is not None:  # the replay backend: every case to trace needs its stored direct answer
+            untraced = [c.case_id for c in cases if c.case_id not in done and not replays(c.case_id)]
+            if untraced:
+                raise UsageError(f"{cfg.backend.replay_path} holds no record of {len(untraced)} of the "
+                                 f"{len(cases)} cases to trace (e.g. {untraced[0]!r}); trace the cases it holds "
+                                 "(`limit_total` or `cases_per_family` as it was made) or another case set",
+                                 "backend.replay_path")
         set_previous_run_aside(cfg, log)  # every check passed: from here on this run writes
         return _run_checked(cfg, cases, tcfg, done, records, backend, manifest, t0, log, worker)
     except PartialGeneration as err:
         # a request the endpoint refuses for good (e.g. HTTP 400): the finished generations are
         # cached, so fixing the cause and rerunning with --resume pays only for the rest
         raise UsageError(f"`backend.name` {cfg.backend.name}: {str(err).splitlines()[0]}; fix it and rerun with `resume`") from None
+    except ReplayMissError as err:  # a round the replayed run never generated (a changed sandbox or max_repairs)
+        raise UsageError(f"{err}; the records before it are kept", "backend.replay_path") from None
     finally:
         if backend is not None:
             backend.close()

@@ -117,15 +117,15 @@ def test_reusing_traces_that_do_not_exist(tmp_path):
     assert_refused(tmp_path, rc, err, "--generate-traces")
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"], "cannot reach"),
-    (["--backend", "hf", "--model", "/nonexistent/model"], "/nonexistent/model"),
-    (["--backend", "replay", "--replay", "/nonexistent/traces.jsonl"], "/nonexistent/traces.jsonl"),
+@pytest.mark.parametrize("args,flag,needle", [
+    (["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"], "--backend", "cannot reach"),
+    (["--backend", "hf", "--model", "/nonexistent/model"], "--backend", "/nonexistent/model"),
+    (["--backend", "replay", "--replay", "/nonexistent/traces.jsonl"], "--replay", "/nonexistent/traces.jsonl"),
 ])
-def test_backend_that_cannot_start(tmp_path, args, needle):
+def test_backend_that_cannot_start(tmp_path, args, flag, needle):
     cases = small_case_dir(tmp_path / "cases", families=4, per_family=1)
     rc, err = cli(tmp_path / "root", "--cases", str(cases), "--generate-traces", *args)
-    assert_refused(tmp_path, rc, err, "--backend", needle)
+    assert_refused(tmp_path, rc, err, flag, needle)
 
 
 def test_too_few_families_and_an_impossible_split_leave_the_previous_run_in_place(tmp_path):

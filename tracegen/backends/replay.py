@@ -41,12 +41,20 @@ def _completion(part: dict) -> Completion:
 
 
 def load_replay(path: str) -> tuple[dict[Key, Completion], str | None]:
-    """Index a trace file's raw outputs; returns (index, the model the trace was made with)."""
+    """Index a trace file's raw outputs; returns (index, the model the trace was made with).
+    A file that cannot be used raises ``ConfigError`` naming ``replay_path``, the file and the line."""
+    from tracegen.records import READABLE_VERSIONS
+
+    def bad(problem: str) -> ConfigError:
+        return ConfigError(f"{path}: {problem}", "replay_path")
+
     try:
         with open(path, encoding="utf-8") as fh:
             lines = fh.read().split("\n")
     except OSError as e:
-        raise ValueError(f"cannot read replay trace {path}: {e.strerror}") from None
+        raise ConfigError(f"cannot read replay trace {path}: {e.strerror}", "replay_path") from None
+    except UnicodeDecodeError as e:
+        raise bad(f"not UTF-8 text (bad byte at offset {e.start})") from None
     index: dict[Key, Completion] = {}
     model = None
     for n, line in enumerate(lines, 1):
@@ -57,19 +65,28 @@ def load_replay(path: str) -> tuple[dict[Key, Completion], str | None]:
         except json.JSONDecodeError:
             if n == len(lines):
                 continue  # torn last line of a killed run
-            raise ValueError(f"{path}: line {n} is not valid JSON") from None
+            raise bad(f"line {n} is not valid JSON") from None
         if not isinstance(rec, dict) or "type" in rec or "case_id" not in rec:
             continue
-        model = model or rec.get("model")
-        cid = rec["case_id"]
-        if isinstance(rec.get("direct"), dict) and "raw" in rec["direct"]:
-            index[(cid, "direct", 0, int(rec["direct"].get("sample", 0)))] = _completion(rec["direct"])
-        for i, part in enumerate(rec.get("rounds") or []):
-            rnd = int(part.get("round", i))
-            kind = part.get("kind") or ("write" if rnd == 0 else "fix")
-            index[(cid, kind, rnd, int(part.get("sample", 0)))] = _completion(part)
+        if "schema_version" in rec and rec["schema_version"] not in READABLE_VERSIONS:
+            raise bad(f"line {n} has trace schema version {rec['schema_version']!r}; this toolkit reads versions "
+                      f"{', '.join(map(str, READABLE_VERSIONS))}")
+        try:
+            model = model or rec.get("model")
+            cid = rec["case_id"]
+            if isinstance(rec.get("direct"), dict) and "raw" in rec["direct"]:
+                index[(cid, "direct", 0, int(rec["direct"].get("sample", 0)))] = _completion(rec["direct"])
+            rounds = rec.get("rounds") or []
+            if not isinstance(rounds, list):
+                raise TypeError("rounds is not a list")
+            for i, part in enumerate(rounds):
+                rnd = int(part.get("round", i))
+                kind = part.get("kind") or ("write" if rnd == 0 else "fix")
+                index[(cid, kind, rnd, int(part.get("sample", 0)))] = _completion(part)
+        except (AttributeError, TypeError, ValueError) as e:  # a field of the wrong type
+            raise bad(f"line {n} is not a trace record the replay can read ({e})") from None
     if not index:
-        raise ValueError(f"{path}: no case records with raw outputs to replay")
+        raise bad("no case records with raw outputs to replay")
     return index, model
 
 
@@ -81,6 +98,11 @@ class ReplayBackend(Backend):
         if not config.replay_path:
             raise ConfigError("the replay backend needs one (a trace file from an earlier run)", "replay_path")
         self.index, self.trace_model = load_replay(config.replay_path)
+        self._direct = {k[0] for k in self.index if k[1] == "direct"}
+
+    def replays(self, case_id: str) -> bool:
+        """Whether the trace file holds the direct answer of ``case_id`` (where a replay of it starts)."""
+        return case_id in self._direct
 
     @property
     def model_name(self) -> str:
