@@ -40,13 +40,17 @@ def package_version() -> str:
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keep the epilog's layout; show each flag's default unless its help already says it (a None
-    default's help says what happens instead) or the flag is a switch."""
+    """Keep the epilog's layout; show each flag's default unless its help already says it: a switch
+    is off by default, a None default's help says what happens unset (tests/controller/test_cli_config.py
+    checks that every flag's entry names its default)."""
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if ("default" in text or action.default in (None, False, argparse.SUPPRESS)
-                or not action.option_strings or action.nargs == 0):
+        if "default" in text or action.default is argparse.SUPPRESS or not action.option_strings:
+            return text
+        if action.nargs == 0:  # a switch: --x turns it on, --no-x turns its feature off
+            return f"{text} (default: off)"
+        if action.default is None:
             return text
         shown = ",".join(map(str, action.default)) if isinstance(action.default, tuple) else action.default
         return f"{text} (default: {shown})"
@@ -73,7 +77,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     p.add_argument("--config", metavar="FILE", help="TOML file of flag values, each named as its flag without "
                    "the dashes (max_repairs = 1, base_url = [\"http://a/v1\", \"http://b/v1\"]); flags given "
-                   "on the command line win (docs/api.md#config-files)")
+                   "on the command line win (docs/api.md#config-files; default: none)")
     add_flags(p, table, TITLES)
     return p
 

@@ -58,9 +58,12 @@ class RunConfig:
     generate_traces: bool = _f(False, "trace the cases with the backend (else reuse the trace file)")
     resume: bool = _f(False, "continue an existing trace file, skipping cases already in it")
     force: bool = _f(False, "with --resume: continue even if trace-changing settings differ")
-    tag: str | None = _f(None, "name the trace file fresh_traces_TAG.jsonl")
-    limit_total: int | None = _f(None, "trace at most N cases (dealt round-robin over families)")
-    cases_per_family: int | None = _f(None, "use at most K cases of each family")
+    tag: str | None = _f(None, "name the trace file fresh_traces_TAG.jsonl (and its run_config_TAG.json; "
+                                 "default: none, fresh_traces.jsonl)")
+    limit_total: int | None = _f(None, "trace at most N cases (dealt round-robin over families; default: "
+                                          "every case; a resumed or re-analysed run: the traced selection)")
+    cases_per_family: int | None = _f(None, "use at most K cases of each family (default: all of them; a resumed "
+                                               "or re-analysed run: the traced selection)")
     progress: bool = _f(True, "hide progress (a bar on a terminal; otherwise a plain line when the first case "
                               "finishes, then every 10 s)", flag="--no-progress")
     export_sft: bool = _f(False, "write reports/sft/{train,dev}.jsonl: verified attempts as prompt-completion "
@@ -73,7 +76,8 @@ class RunConfig:
     split_seed: int = _f(0, "seed of the family-disjoint split (and of the cross-validation folds)")
     test_families: int | None = _f(None, "families in the test split (default ~25%)")
     dev_families: int | None = _f(None, "families in the dev split (default ~20%)")
-    split_manifest: str | None = _f(None, "reuse the split of a saved split_manifest.json")
+    split_manifest: str | None = _f(None, "reuse the split of a saved split_manifest.json (default: a fresh "
+                                             "split from the split seed; a resumed or re-analysed run keeps its own)")
     headroom_probe: bool = _f(False, "deal families where a program beats the direct answer over the splits "
                                      "first; read from one probe case per family, which is then left out of every "
                                      "score (default: the split depends on the seed and family names only)")

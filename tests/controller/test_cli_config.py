@@ -159,3 +159,33 @@ def test_the_command_itself_refuses_an_unknown_key_of_its_config_file(run_cli, t
     assert not (tmp_path / "root").exists()
     help_text = run_cli("--help").stdout
     assert "--config FILE" in help_text and "--gen-batch-size GEN_BATCH_SIZE" in help_text
+
+
+def help_entries(text: str) -> dict[str, str]:
+    """``--flag`` -> its whole entry in ``--help`` (the wrapped lines joined)."""
+    import re
+
+    out, current = {}, None
+    for line in text.splitlines():
+        m = re.match(r"  (?:-\w, )?(--[\w-]+)", line)
+        if m:
+            current = m.group(1)
+            out[current] = line
+        elif current and line.startswith("    "):
+            out[current] += " " + line.strip()
+        else:
+            current = None
+    return out
+
+
+def test_help_shows_every_flags_default(capsys):
+    """README: every flag shows its default; a switch says off, a None default what happens unset."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--help"])
+    assert exit_.value.code == 0
+    entries = help_entries(capsys.readouterr().out)
+    assert len(entries) > 60 and {"--max-repairs", "--no-progress", "--enforce-eager", "--tag"} <= set(entries)
+    missing = [" ".join(e.split()) for flag, e in entries.items()
+               if flag not in ("--help", "--version") and "default" not in e.lower()]
+    assert not missing, "\n".join(missing)
+    assert "(default: 0)" in entries["--split-seed"] and "(default: off)" in entries["--generate-traces"]

@@ -79,7 +79,7 @@ EXTRA_OPTIONS = {
     "language_model_only": (bool, "--language-model-only", "vllm: load only the language model of a "
                             "multimodal checkpoint (skips Qwen3.5's vision tower)"),
     "load_format": (str, "--load-format", "vllm: weight loading format passed to vLLM; 'dummy' builds random "
-                    "weights (throughput checks without a checkpoint)"),
+                    "weights (throughput checks without a checkpoint; default: vLLM's own, auto)"),
     "probe_after_s": (float, "--endpoint-cooldown", "openai: seconds an endpoint that failed 3 times in a row "
                       "stays out of rotation before one request probes it, doubling while it fails (default: 10)"),
 }
@@ -91,7 +91,8 @@ class BackendConfig:
     """Everything a backend may need; each backend reads the fields it uses."""
 
     name: str = _f("synth", "synth (offline), hf, vllm, openai, replay", flag="--backend")
-    model: str | None = _f(None, "model name or local path (hf, vllm, openai)")
+    model: str | None = _f(None, "model name or local path (needed by hf, vllm and openai; default: none, "
+                                 "synth and replay name their own)")
     temperature: float = _f(0.0, "sampling temperature (0: greedy)")
     top_p: float = _f(1.0, "nucleus sampling p")
     top_k: int | None = _f(None, "top-k sampling (hf, vllm, openai alike; default: the model's generation "
@@ -106,7 +107,8 @@ class BackendConfig:
     dtype: str = _f("auto", "hf, vllm: weight dtype auto (bf16 on GPU, fp32 on CPU), bfloat16, float16 or float32")
     device: str = _f("auto", "hf: auto (cuda when available), cpu, cuda or cuda:N")
     base_url: str | None = _f(None, "openai: endpoint, e.g. http://127.0.0.1:8000/v1; several: comma-separated, "
-                                    "the flag repeated, or @FILE (one URL a line), requests spread by outstanding load",
+                                    "the flag repeated, or @FILE (one URL a line), requests spread by outstanding load "
+                                    "(default: none; openai needs one)",
                               repeat=",")
     api_key_env: str = _f("OPENAI_API_KEY", "openai: environment variable holding the key")
     request_timeout_s: float = _f(120.0, "openai: seconds per HTTP request", flag="--request-timeout")
@@ -114,7 +116,8 @@ class BackendConfig:
                                           "chat_template_kwargs field that some servers reject)",
                                     flag="--no-chat-template-kwargs")
     max_retries: int = _f(5, "openai: backoff retries per request once it has tried every endpoint in rotation")
-    replay_path: str | None = _f(None, "replay: the trace file whose raw outputs are re-parsed and re-run",
+    replay_path: str | None = _f(None, "replay: the trace file whose raw outputs are re-parsed and re-run "
+                                       "(default: none; replay needs one)",
                                  flag="--replay")
     cache_dir: str | None = _f(None, "generation cache directory (default for model backends: "
                                      "ROOT/reports/cache/generations; 'none' disables)")
