@@ -3,7 +3,11 @@
 On a terminal (stderr is a tty) a tqdm bar; otherwise plain lines, one when the first item
 finishes, then one every ``interval_s`` seconds (or every ``every`` items when that is set) and
 one at the end, with no carriage returns, so a log file reads top to bottom. A long wait between
-items (one slow backend call) still gets a line every ``interval_s`` saying what is running.
+items (one slow backend call) still gets a line every ``interval_s`` saying what is running, and
+how many of the running stage's requests (generations) have finished (``set_generations``, which
+a model backend drives as each request finishes) and, while a batch decodes, its tokens so far
+(``set_decoding``): ``tracing: 0/4 cases, 40s, first programs, generations 3/8, decoding token
+57/96``.
 """
 from __future__ import annotations
 
@@ -29,6 +33,8 @@ class Progress:
         self.enabled, self.every, self.interval_s = enabled, every, interval_s
         self.stream = stream if stream is not None else sys.stderr
         self.done, self.stage, self.extra = 0, "", ""
+        self.generations: tuple[int, int] | None = None  # (finished, sent) requests of the running stage
+        self.decoding: tuple[int, int] | None = None  # (tokens, limit) of the batch a backend decodes now
         self.t0 = time.monotonic()
         self._last_line_t: float | None = None
         self._last_line_done = -1
@@ -61,7 +67,31 @@ class Progress:
         with self._lock:
             self.stage = stage
             if self._bar is not None:
-                self._bar.set_postfix_str(stage, refresh=False)
+                self._bar.set_postfix_str(self._status(), refresh=False)
+
+    def set_generations(self, done: int, total: int) -> None:
+        """``done`` of the ``total`` requests of the running stage have finished (any thread)."""
+        with self._lock:
+            if self.generations != (done, total):
+                self.decoding = None  # a request ended or a stage began: the next step says more
+            self.generations = (done, total)
+            if self._bar is not None:
+                self._bar.set_postfix_str(self._status(), refresh=False)
+
+    def set_decoding(self, tokens: int, limit: int) -> None:
+        """The batch a backend decodes now has ``tokens`` of at most ``limit`` new tokens (any thread)."""
+        with self._lock:
+            self.decoding = (tokens, limit)
+            if self._bar is not None:
+                self._bar.set_postfix_str(self._status(), refresh=False)
+
+    def _status(self) -> str:
+        parts = [self.stage]
+        if self.generations:
+            parts.append(f"generations {self.generations[0]}/{self.generations[1]}")
+        if self.decoding:
+            parts.append(f"decoding token {self.decoding[0]}/{self.decoding[1]}")
+        return ", ".join(p for p in parts if p)
 
     def update(self, n: int = 1, extra: str = "") -> None:
         """``n`` more items finished; ``extra`` is a short status appended to the line."""
@@ -90,7 +120,7 @@ class Progress:
         parts = [f"{self.desc}: {self.done}/{self.total} {self.unit}s", f"{elapsed:.0f}s"]
         if 0 < self.done < self.total:
             parts.append(f"~{elapsed / self.done * (self.total - self.done):.0f}s left")
-        parts += [p for p in (self.stage, self.extra) if p]
+        parts += [p for p in (self._status(), self.extra) if p]
         return ", ".join(parts)
 
     def _line(self, now: float) -> None:

@@ -95,6 +95,45 @@ def append_record(path: str | Path, record: dict) -> None:
         os.fsync(f.fileno())
 
 
+def reorder_records(path: str | Path, order: list[str]) -> bool:
+    """Put the lines of a trace file in the order of the case ids ``order``, byte for byte, when
+    they are not (a run stopped mid-wave wrote its finished cases ahead of unfinished ones, which a
+    resumed run then appended). The new file is written aside, flushed and renamed into place, so
+    a crash leaves the old or the new one. A file holding a case id not in ``order`` (or one id
+    twice, or a line that is not a record) is left as it is. Returns whether it was rewritten."""
+    path = Path(path)
+    if not path.exists():
+        return False
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        return False
+    lines = data[:-1].split(b"\n")
+    rank = {cid: i for i, cid in enumerate(order)}
+    try:
+        ids = [json.loads(line)["case_id"] for line in lines]
+    except (ValueError, KeyError, TypeError):
+        return False
+    if len(set(ids)) != len(ids) or not all(cid in rank for cid in ids):
+        return False
+    ranks = [rank[cid] for cid in ids]
+    if ranks == sorted(ranks):
+        return False
+    body = b"".join(line + b"\n" for _, line in sorted(zip(ranks, lines), key=lambda p: p[0]))
+    tmp = path.with_name(f".{path.name}.reorder-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(body)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, path.stat().st_mode & 0o777)  # the file's own mode, as the umask made it
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return True
+
+
 def repair_torn_tail(path: str | Path) -> int:
     """Truncate a torn last line (a crash mid-write); return the number of bytes dropped."""
     path = Path(path)

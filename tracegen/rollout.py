@@ -5,12 +5,30 @@ programs (WRITE) for every program sample j < ``program_samples`` of every case,
 repair round (FIX) for the (case, sample) chains whose program still fails the public example:
 one backend call per wave across cases and samples. The record holds the whole tree: sample 0's
 chain in ``rounds`` and, with K > 1, samples 1..K-1's chains in ``samples`` (schema v2). Every parsed program runs twice in the sandbox (public example, new input) in
-one ``run_many`` batch per wave. Records are appended in case order once their chunk is done, so
-a killed run loses at most one chunk and ``--resume`` picks up at the first missing case.
+one ``run_many`` batch per wave. Records are appended in case order once their chunk is done.
+
+Stopping: when tracing a chunk stops early (Ctrl-C, SIGTERM, which the CLI turns into
+``KeyboardInterrupt``, or any error), every case of the chunk that had finished (its direct answer
+and every sample passed or out of repairs) is appended first, in case order, one line each as
+always, with SIGINT and SIGTERM held back while they are written; then the error goes on. So only
+SIGKILL loses a chunk's finished cases, and ``--resume`` traces just the cases not in the file. A
+resumed run that leaves the file out of case order (finished cases written ahead of unfinished
+ones) puts it back in case order when it completes (``records.reorder_records``), so a run that
+was stopped and resumed ends with the same file as one that was not.
+
+Progress: besides finished cases, each stage counts its finished requests (``generations 3/8``):
+a backend reports each request as it finishes through ``Backend.on_request_done`` (hf, vllm,
+openai, a cache's hits), a streaming backend is counted as it answers, and any other is counted
+when its call returns. hf also reports each decoding step (``Backend.on_decode_step``: ``decoding
+token 57/96``), since rows cut at ``--max-new-tokens`` all finish with their batch.
 """
 from __future__ import annotations
 
+import signal
+import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from cases import Case, tables_equal
@@ -22,7 +40,7 @@ from .grading import hidden_block
 from .parsing import parse_code, parse_table
 from .progress import Progress
 from .prompts import direct_messages, write_messages
-from .records import SCHEMA_VERSION, append_record
+from .records import SCHEMA_VERSION, append_record, reorder_records
 
 
 @dataclass
@@ -32,7 +50,8 @@ class RolloutConfig:
                                                          "flag": "--exec-timeout"})
     memory_mb: int = field(default=256, metadata={"help": "memory limit per program run"})
     wave_size: int = field(default=64, metadata={
-        "help": "cases per wave (a backend batch); a kill loses at most one wave"})
+        "help": "cases per wave (a backend batch); Ctrl-C and SIGTERM keep the wave's finished cases, "
+                "SIGKILL loses at most one wave"})
     progress_every: int = field(default=0, metadata={
         "help": "print a status line every N traced cases (0: the bar, or a line every 10 s off a terminal)"})
     progress: bool = True  # the run's --no-progress turns it off
@@ -84,6 +103,55 @@ class _Attempt:
         return self.chains[0].rounds
 
 
+def _finished(a: _Attempt, cfg: RolloutConfig) -> bool:
+    """Is the record of ``a`` complete: its direct answer, and every sample passed or out of repairs?"""
+    return bool(a.direct) and all(ch.solved_visible or len(ch.rounds) > cfg.max_repairs for ch in a.chains)
+
+
+class _Generations:
+    """Finished requests of the running stage, for the progress line. The backend's reports
+    (``add``, from any thread) and the answers the rollout has in hand (``at_least``) both count;
+    the count never passes the stage's requests."""
+
+    def __init__(self, show) -> None:
+        self.show, self.done, self.total = show, 0, 0
+        self._lock = threading.Lock()
+
+    def start(self, total: int) -> None:
+        with self._lock:
+            self.done, self.total = 0, total
+            self.show(0, total)
+
+    def add(self, n: int = 1) -> None:
+        with self._lock:
+            self._set(self.done + n)
+
+    def at_least(self, n: int) -> None:
+        with self._lock:
+            if n > self.done:
+                self._set(n)
+
+    def _set(self, n: int) -> None:
+        self.done = min(n, self.total)
+        self.show(self.done, self.total)
+
+
+def _answers(backend: Backend, reqs: list[GenerationRequest], gens: _Generations | None):
+    """(index, completion) per request: as they finish from a streaming backend, else in order once
+    ``generate`` returns; each answer in hand counts as a finished generation."""
+    base = gens.done if gens is not None else 0
+    if _streams(backend):
+        for k, (i, comp) in enumerate(backend.generate_iter(reqs)):
+            if gens is not None:
+                gens.at_least(base + k + 1)
+            yield i, comp
+        return
+    comps = backend.generate(reqs) if reqs else []
+    if gens is not None:
+        gens.at_least(base + len(reqs))
+    yield from enumerate(comps)
+
+
 def _task(case: Case) -> Task:
     return Task(case.case_id, case.input_table, case.output_table, case.test_table)
 
@@ -105,9 +173,10 @@ def _streams(backend) -> bool:
     return bool(getattr(backend, "streams", False))
 
 
-def _direct_wave(backend: Backend, attempts: list[_Attempt]) -> None:
+def _direct_wave(backend: Backend, attempts: list[_Attempt], gens: _Generations | None = None) -> None:
     reqs = [GenerationRequest("direct", direct_messages(a.task), a.task) for a in attempts]
-    for a, comp in zip(attempts, backend.generate(reqs) if reqs else []):
+    for i, comp in _answers(backend, reqs, gens):
+        a = attempts[i]
         parsed = parse_table(comp.text)
         a.direct = {
             "raw": comp.text,
@@ -161,7 +230,7 @@ def _check_programs(sandbox, attempts: list[_Attempt], reqs: list[GenerationRequ
 
 
 def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]], rnd: int,
-                  cfg: RolloutConfig, group: int = 0):
+                  cfg: RolloutConfig, group: int = 0, gens: _Generations | None = None):
     """Round ``rnd`` for every (case, sample) chain: WRITE at round 0, else FIX with the chain's last
     feedback. Sample j's requests carry ``sample=j`` (its own seed / j-th distinct program).
 
@@ -179,8 +248,7 @@ def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]
                                           feedback=ch.feedback, sample=ch.sample))
     batch: list = []
     size = group if group > 0 else len(reqs)
-    answers = backend.generate_iter(reqs) if _streams(backend) else enumerate(backend.generate(reqs))
-    for k, (i, comp) in enumerate(answers):
+    for k, (i, comp) in enumerate(_answers(backend, reqs, gens)):
         batch.append((i, comp))
         if len(batch) < size and k + 1 < len(reqs):
             continue
@@ -219,19 +287,49 @@ def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig) -> dict:
     return record
 
 
-def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, sandbox,
-                cfg: RolloutConfig, on_progress=None) -> list[dict]:
-    """Trace one chunk of cases in waves and return their records (nothing is written).
-
-    ``on_progress(n, stage)`` hears, after each backend call, how many more cases have finished
-    (every sample solved on the public example or out of repairs) and which wave is running."""
-    report = on_progress or (lambda n, stage: None)
+def _attempts(cases: list[Case], split_of: dict[str, str], cfg: RolloutConfig) -> list[_Attempt]:
     chunk = [_Attempt(c, split_of.get(c.case_id, "unassigned"), _task(c)) for c in cases]
     for a in chunk:
         a.chains = [_Chain(j) for j in range(max(cfg.program_samples, 1))]
+    return chunk
+
+
+def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, sandbox,
+                cfg: RolloutConfig, on_progress=None, on_generations=None, on_decoding=None) -> list[dict]:
+    """Trace one chunk of cases in waves and return their records (nothing is written).
+
+    ``on_progress(n, stage)`` hears, after each backend call, how many more cases have finished
+    (every sample solved on the public example or out of repairs) and which wave is running;
+    ``on_generations(done, total)``, how many requests of the running stage have finished;
+    ``on_decoding(tokens, limit)``, the decoding steps of a backend that reports them (hf)."""
+    chunk = _attempts(cases, split_of, cfg)
+    _trace(chunk, backend, sandbox, cfg, on_progress, on_generations, on_decoding)
+    return [_record(a, backend, cfg) for a in chunk]
+
+
+def _trace(chunk: list[_Attempt], backend: Backend, sandbox, cfg: RolloutConfig, on_progress=None,
+           on_generations=None, on_decoding=None) -> None:
+    """Fill in the attempts of ``chunk``: the direct wave, then a wave per program round."""
+    report = on_progress or (lambda n, stage: None)
+    gens = _Generations(on_generations) if on_generations is not None else None
+    hooked = isinstance(backend, Backend) and (gens is not None or on_decoding is not None)
+    if hooked:
+        backend.on_request_done = gens.add if gens is not None else None
+        backend.on_decode_step = on_decoding
+    try:
+        _waves(chunk, backend, sandbox, cfg, report, gens)
+    finally:
+        if hooked:
+            backend.on_request_done = backend.on_decode_step = None
+
+
+def _waves(chunk: list[_Attempt], backend: Backend, sandbox, cfg: RolloutConfig, report,
+           gens: _Generations | None) -> None:
     report(0, "direct answers")
+    if gens is not None:
+        gens.start(len(chunk))
     for part in _slices(chunk, cfg.request_slice):
-        _direct_wave(backend, part)
+        _direct_wave(backend, part, gens)
     # a streaming backend gets a whole round at once (its pool stays busy across what a slice
     # would end) and is checked in groups of ``request_slice`` as it answers; another backend gets
     # one call per slice
@@ -244,8 +342,10 @@ def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, s
             break
         stage = "first programs" if rnd == 0 else f"repair round {rnd}"
         report(0, stage)
+        if gens is not None:
+            gens.start(len(active))
         for part in _slices(active, calls):
-            for got in _program_wave(backend, sandbox, part, rnd, cfg, group=cfg.request_slice):
+            for got in _program_wave(backend, sandbox, part, rnd, cfg, group=cfg.request_slice, gens=gens):
                 finished = 0
                 for a, ch in got:  # a chain ends when it passes or has used its last repair
                     if ch.solved_visible or rnd == cfg.max_repairs:
@@ -253,15 +353,30 @@ def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, s
                         finished += open_chains[id(a)] == 0
                 report(finished, stage)
         active = [(a, ch) for a, ch in active if not ch.solved_visible]
-    return [_record(a, backend, cfg) for a in chunk]
+
+
+@contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM wait (are delivered after the block) while finished records are written,
+    so a second Ctrl-C cannot cut the list short; elsewhere than the main thread, a no-op."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def rollout(cases: list[Case], split_of: dict[str, str], backend: Backend, sandbox, out_path,
             cfg: RolloutConfig, *, done_ids: frozenset[str] = frozenset()) -> dict:
     """Trace every case not in ``done_ids`` and append its record to ``out_path``.
 
-    Returns counts for the run summary. Records are written in the order of ``cases``.
-    """
+    Returns counts for the run summary. Records are written in the order of ``cases``; when
+    tracing stops early, the finished cases of the chunk in progress are written before the
+    error goes on (see the module docstring)."""
     todo = [c for c in cases if c.case_id not in done_ids]
     t0, written, visible_passes = time.monotonic(), 0, 0
     bar = Progress(len(todo), "tracing", enabled=cfg.progress, every=cfg.progress_every)
@@ -271,16 +386,42 @@ def rollout(cases: list[Case], split_of: dict[str, str], backend: Backend, sandb
         bar.set_stage(f"wave {start // cfg.wave_size + 1}/{waves}: {stage}" if waves > 1 else stage)
         bar.update(n)
 
+    def write(rec: dict) -> None:
+        nonlocal written, visible_passes
+        append_record(out_path, rec)
+        written += 1
+        visible_passes += bool(rec["rounds"]) and rec["rounds"][-1]["visible_pass"]
+        if bar.is_bar and cfg.progress_every and written % cfg.progress_every == 0:
+            bar.write(f"[{written}/{len(todo)}] {time.monotonic() - t0:.1f}s, "
+                      f"{visible_passes} programs pass their public example")
+
     try:
         for start in range(0, len(todo), cfg.wave_size):
-            for rec in trace_cases(todo[start:start + cfg.wave_size], split_of, backend, sandbox, cfg, tick):
-                append_record(out_path, rec)
-                written += 1
-                visible_passes += bool(rec["rounds"]) and rec["rounds"][-1]["visible_pass"]
-                if bar.is_bar and cfg.progress_every and written % cfg.progress_every == 0:
-                    bar.write(f"[{written}/{len(todo)}] {time.monotonic() - t0:.1f}s, "
-                              f"{visible_passes} programs pass their public example")
+            chunk = _attempts(todo[start:start + cfg.wave_size], split_of, cfg)
+            stopped = True
+            try:
+                _trace(chunk, backend, sandbox, cfg, tick, bar.set_generations, bar.set_decoding)
+                stopped = False
+            finally:
+                with _signals_held():  # the whole chunk, or when it stopped its finished cases, in case order
+                    kept = [a for a in chunk if _finished(a, cfg)] if stopped else chunk
+                    for a in kept:
+                        write(_record(a, backend, cfg))
+                if stopped:
+                    _say(bar, f"tracing stopped: wrote the {len(kept)} finished of the {len(chunk)} cases in the "
+                              f"unfinished wave ({written} this run); --resume traces the other "
+                              f"{len(todo) - written} of this run's {len(todo)}")
     finally:
         bar.close()
+    if done_ids:
+        reorder_records(out_path, [c.case_id for c in cases])  # a stopped, resumed run: case order again
     return {"traced": written, "skipped": len(cases) - len(todo), "visible_passes": visible_passes,
             "seconds": round(time.monotonic() - t0, 3)}
+
+
+def _say(bar: Progress, text: str) -> None:
+    """One line on stderr, beside the bar when there is one (shown with --no-progress too)."""
+    if bar.is_bar:
+        bar.write(text)
+    else:
+        print(text, file=sys.stderr, flush=True)

@@ -96,6 +96,52 @@ def test_stop_token_ends_a_completion(models):
     assert (stopped.text, stopped.completion_tokens, stopped.finish_reason) == ("", 1, "stop")
 
 
+def test_progress_hears_a_request_that_stops_inside_its_batch(models):
+    """With ``on_request_done`` set, a row that reaches its stop token is reported at that step,
+    while the batch still runs; the rows cut at the token limit when the batch returns. The outputs
+    are the same as without the hook."""
+    b = get_backend(BackendConfig(name="hf", model=models["llama"], max_new_tokens=6, batch_size=3))
+    reqs = _requests(3)
+    tok, model = b.loaded.tokenizer, b.loaded.model
+    enc = tok(render_chat(tok, reqs[0].messages, False), return_tensors="pt", add_special_tokens=False)
+    b.loaded.stop_ids.append(int(model.generate(**enc, max_new_tokens=1, do_sample=False)[0, -1]))
+    plain = b.generate(reqs)
+    assert plain[0].finish_reason == "stop" and plain[0].completion_tokens == 1
+    events, inner = [], model.generate
+
+    def generate(*a, **kw):
+        out = inner(*a, **kw)
+        events.append("batch returned")
+        return out
+
+    model.generate = generate
+    b.on_request_done = events.append
+    steps = []
+    b.on_decode_step = lambda k, limit: steps.append((k, limit))
+    watched = b.generate(reqs)
+    assert steps == [(k, 6) for k in range(1, 7)]  # one batch, decoded to the limit
+    stopped = sum(c.finish_reason == "stop" for c in plain)
+    assert stopped >= 1  # request 0 at its first token
+    assert events == [1] * stopped + ["batch returned"] + ([3 - stopped] if stopped < 3 else [])
+    assert [(c.text, c.completion_tokens, c.finish_reason) for c in watched] == [
+        (c.text, c.completion_tokens, c.finish_reason) for c in plain]
+
+
+def test_finish_watch_counts_each_row_once_and_stops_none():
+    import torch
+
+    from tracegen.backends.hf import finish_watch
+
+    heard, decoded = [], []  # stop ids 2 and 3; a finished row is padded with 2
+    watch = finish_watch([2, 3], heard.append, decoded.append)
+    steps = [[9, 2, 9], [2, 2, 9], [2, 2, 3], [2, 2, 2]]
+    ids = torch.tensor([[7, 7, 7], [7, 7, 7]]).T  # prompts of two tokens
+    for step in steps:
+        ids = torch.cat([ids, torch.tensor([step]).T], dim=1)
+        assert not watch(ids, None).any()
+    assert heard == [1, 1, 1] and watch.reported == 3 and decoded == [1, 2, 3, 4]
+
+
 def test_split_completion():
     assert split_completion([5, 6, 2, 9, 9], [2]) == ([5, 6], 3, "stop")
     assert split_completion([5, 6, 7], [2]) == ([5, 6, 7], 3, "length")

@@ -326,3 +326,13 @@ def test_bad_base_url_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("error: --base-url @") and "\n" not in err
     assert not (tmp_path / "reports").exists()  # nothing written
+
+
+def test_each_finished_request_is_reported_while_the_batch_runs(server):
+    """Progress: ``on_request_done`` hears every request as it ends, before the batch returns;
+    one request in flight, so at the k-th report the server has seen exactly k requests."""
+    b = OpenAIBackend(_cfg(server.url, concurrency=1))
+    heard = []
+    b.on_request_done = lambda n: heard.append((n, len(server.bodies)))
+    out = b.generate([_req(f"q{i}") for i in range(3)])
+    assert heard == [(1, 1), (1, 2), (1, 3)] and len(out) == 3

@@ -57,8 +57,21 @@ def _fake_vllm(calls):
         def chat(self, conversations, sampling_params, use_tqdm, chat_template_kwargs):
             calls.setdefault("chat", []).append((conversations, sampling_params, chat_template_kwargs))
             prompt = calls.get("prompt", "")
-            return [_Out(list(range(3 + i)), [_Gen(f"out{i}", [1] * (i + 1), "length" if i == 1 else "stop")], prompt)
+            outs = [_Out(list(range(3 + i)), [_Gen(f"out{i}", [1] * (i + 1), "length" if i == 1 else "stop")], prompt)
                     for i, _ in enumerate(conversations)]
+            if callable(use_tqdm):  # what vLLM's LLM._run_engine does with a tqdm stand-in
+                for _ in use_tqdm(conversations, desc="Adding requests"):
+                    pass
+                bar = use_tqdm(total=len(outs), desc="Processed prompts", dynamic_ncols=True, postfix="")
+                for o in outs:
+                    speed = len(o.prompt_token_ids) / bar.format_dict["elapsed"]
+                    bar.postfix = f"est. speed input: {speed:.2f} toks/s"
+                    calls.setdefault("finished_before_return", []).append(o.outputs[0].text)
+                    bar.update(len(o.outputs))
+                    if bar.n == len(outs):
+                        bar.refresh()
+                bar.close()
+            return outs
 
     mod.SamplingParams, mod.LLM = SamplingParams, LLM
     return mod
@@ -90,6 +103,22 @@ def test_one_chat_call_per_wave_with_per_request_seeds(monkeypatch):
     assert [(c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason) for c in out] == [
         ("out0", 3, 1, "stop"), ("out1", 4, 2, "length"), ("out2", 5, 3, "stop")]
     assert b.generate([]) == [] and len(calls["chat"]) == 1
+
+
+def test_progress_hears_each_request_vllm_finishes(monkeypatch):
+    """With ``on_request_done`` set, LLM.chat gets a tqdm stand-in whose ``update`` reports each
+    finished request (vLLM calls it as requests end); without it, ``use_tqdm`` stays False."""
+    calls = {}
+    monkeypatch.setitem(sys.modules, "vllm", _fake_vllm(calls))
+    b = get_backend(BackendConfig(name="vllm", model="m"))
+    reqs = [GenerationRequest("direct", [{"role": "user", "content": str(i)}], TASK) for i in range(3)]
+    b.generate(reqs)
+    assert "finished_before_return" not in calls
+    heard = []
+    b.on_request_done = lambda n: heard.append((n, list(calls["finished_before_return"])))
+    out = b.generate(reqs)
+    assert heard == [(1, ["out0"]), (1, ["out0", "out1"]), (1, ["out0", "out1", "out2"])]
+    assert [c.text for c in out] == ["out0", "out1", "out2"]
 
 
 def test_needs_a_model():
@@ -303,3 +332,16 @@ def test_parallel_flags_that_cannot_work_are_refused(flags, message):
 
     with pytest.raises(UsageError, match=message):
         check_flags(cli.build_config(cli.make_parser().parse_args(["--model", "m", *flags])))
+
+
+def test_data_parallel_reports_each_request_as_its_final_output_arrives(monkeypatch):
+    calls = {}
+    mod = _fake_async(calls)
+    monkeypatch.setitem(sys.modules, "vllm", mod)
+    b = get_backend(BackendConfig(name="vllm", model="/models/tiny", data_parallel_size=2))
+    heard = []
+    b.on_request_done = lambda n: heard.append((n, mod.AsyncLLMEngine.in_flight))
+    b.generate([GenerationRequest("direct", [{"role": "user", "content": f"q{i}"}], TASK) for i in range(4)])
+    # one report per request, each while the others were still in the engine (the last one alone)
+    assert [n for n, _ in heard] == [1, 1, 1, 1] and heard[0][1] == 3 and heard[-1][1] == 0
+    b.close()

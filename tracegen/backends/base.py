@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Iterator, Literal
+from typing import Callable, Iterator, Literal
 
 from tracegen.errors import ConfigError, check
 
@@ -197,6 +197,25 @@ class Backend(ABC):
     # True when ``generate_iter`` hands out answers as they finish (the rollout then sends a whole
     # wave at once and checks answers while the rest are made)
     streams: bool = False
+    # set by the rollout while it traces: hears ``n`` more requests of the running call finish, as
+    # they finish (hf: a sequence's stop token inside a batch; vllm and openai: each request), so
+    # progress moves during a long call; a backend that never calls it is counted when it answers
+    on_request_done: Callable[[int], None] | None = None
+    # likewise: hears (tokens decoded so far, the limit) of the batch decoding now (hf), so a batch
+    # whose rows all run to --max-new-tokens (they finish together) still shows it moving
+    on_decode_step: Callable[[int, int], None] | None = None
+
+    def report_done(self, n: int = 1) -> None:
+        """``n`` more requests of the running ``generate`` call finished (any thread may call it)."""
+        hook = self.on_request_done
+        if hook is not None and n > 0:
+            hook(n)
+
+    def report_step(self, tokens: int, limit: int) -> None:
+        """The batch decoding now has ``tokens`` of at most ``limit`` new tokens."""
+        hook = self.on_decode_step
+        if hook is not None:
+            hook(tokens, limit)
 
     @abstractmethod
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:

@@ -123,6 +123,22 @@ class CachedBackend(Backend):
     def streams(self) -> bool:
         return bool(getattr(self.inner, "streams", False))
 
+    @property
+    def on_request_done(self):  # one hook for both: the inner backend reports its misses as they finish
+        return getattr(self.inner, "on_request_done", None)
+
+    @on_request_done.setter
+    def on_request_done(self, hook) -> None:
+        self.inner.on_request_done = hook
+
+    @property
+    def on_decode_step(self):
+        return getattr(self.inner, "on_decode_step", None)
+
+    @on_decode_step.setter
+    def on_decode_step(self, hook) -> None:
+        self.inner.on_decode_step = hook
+
     def _lookup(self, requests: list[GenerationRequest]) -> tuple[list[str], list, list[int]]:
         """(keys, cached completion or None per request, indices of the misses); counts both."""
         keys = [self.key(r) for r in requests]
@@ -134,6 +150,7 @@ class CachedBackend(Backend):
 
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
         keys, out, missing = self._lookup(requests)
+        self.report_done(len(requests) - len(missing))  # the hits are done already
         if missing:
             try:
                 fresh = self.inner.generate([requests[i] for i in missing])

@@ -16,6 +16,12 @@ outputs and independent samples of one prompt differ; a different batch split (a
 own generation config (0, no top-k, when it sets none: what vLLM and servers do; transformers
 alone would fall back to 50). Greedy decoding does not depend on the split beyond padding numerics.
 
+Progress: while ``on_request_done`` or ``on_decode_step`` is set (the rollout sets them), a
+stopping criterion that never stops anything watches each decoding step: it reports every
+sequence of the batch that has just produced a stop token, so a long batch shows its requests
+finishing one by one, and the tokens decoded so far; the rows cut at ``max_new_tokens`` are
+reported when the batch returns.
+
 When the rendered prompt ends inside an open ``<think>`` (a template that opens the reasoning
 block for the model), the completion text starts with that ``<think>`` tag, so the text is the
 whole assistant turn and a completion cut off while thinking parses as ``truncated_thinking``.
@@ -83,10 +89,18 @@ class HFBackend(Backend):
             kwargs.update(do_sample=True, temperature=cfg.temperature, top_p=cfg.top_p, top_k=self.top_k)
         else:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        watching = self.on_request_done is not None or self.on_decode_step is not None
+        watch = finish_watch(m.stop_ids, self.report_done,
+                             lambda k: self.report_step(k, cfg.max_new_tokens)) if watching else None
+        if watch is not None:
+            from transformers import StoppingCriteriaList
+
+            kwargs["stopping_criteria"] = StoppingCriteriaList([watch])
         t0 = time.perf_counter()
         with torch.inference_mode():
             generated = m.model.generate(**enc, **kwargs)
         per_ms = (time.perf_counter() - t0) * 1000.0 / len(prompts)
+        self.report_done(len(prompts) - (watch.reported if watch is not None else 0))  # cut at the limit
         new = generated[:, enc["input_ids"].shape[1] :].tolist()
         prompt_tokens = enc["attention_mask"].sum(dim=1).tolist()
         completions = []
@@ -105,3 +119,38 @@ class HFBackend(Backend):
 
             del loaded
             torch.cuda.empty_cache()
+
+
+def finish_watch(stop_ids: list[int], report, step=None):
+    """A transformers ``StoppingCriteria`` that stops nothing: at each decoding step it calls
+    ``report(n)`` with the number of rows whose newest token is, for the first time, a stop token
+    (a row that finished gets pad tokens after it, so it is counted once), and ``step(k)`` with the
+    tokens decoded so far. ``reported`` is the total reported."""
+    import torch
+    from transformers import StoppingCriteria
+
+    class FinishWatch(StoppingCriteria):
+        def __init__(self) -> None:
+            self.stops = torch.tensor(sorted(set(stop_ids)), dtype=torch.long)
+            self.seen = None
+            self.reported = self.width = 0
+
+        def __call__(self, input_ids, scores, **kwargs):
+            if self.seen is None:
+                self.width = input_ids.shape[1] - 1  # called first after the first new token
+            if step is not None:
+                step(input_ids.shape[1] - self.width)
+            if self.stops.device != input_ids.device:
+                self.stops = self.stops.to(input_ids.device)
+            hit = torch.isin(input_ids[:, -1], self.stops)
+            if self.seen is None:
+                self.seen = torch.zeros_like(hit)
+            new = hit & ~self.seen
+            n = int(new.sum())
+            if n:
+                self.seen |= new
+                self.reported += n
+                report(n)
+            return torch.zeros_like(hit)  # never stops a row: transformers stops it at its stop token
+
+    return FinishWatch()

@@ -384,6 +384,8 @@ class OpenAIBackend(Backend):
         try:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 futures = [pool.submit(self._one, r) for r in requests]
+                for f in futures:  # progress hears each request as it ends (failed ones too)
+                    f.add_done_callback(lambda _f: self.report_done(1))
         finally:
             self._wall_s += time.perf_counter() - t0
         out: list[Completion | None] = []

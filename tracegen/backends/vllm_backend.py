@@ -29,12 +29,17 @@ balances the requests over them; with the ``ray`` executor the replicas are plac
 parameters and per-request seeds apply; the chat template is rendered with the engine's own
 tokenizer, as ``LLM.chat`` does.
 
+Progress: while ``on_request_done`` is set, ``LLM.chat`` gets a stand-in for tqdm as ``use_tqdm``
+(vLLM calls its ``update`` as each request finishes; it draws nothing), and the async engine
+reports each request as its final output arrives.
+
 A named packaged model (``smollm2``) resolves to its converted folder. When vLLM's rendered
 prompt ends inside an open ``<think>``, the completion text starts with that tag (see hf).
 """
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 
@@ -103,14 +108,15 @@ class VLLMBackend(Backend):
         if not requests:
             return []
         t0 = time.perf_counter()
+        watching = self.on_request_done is not None
         if self._engine is not None:
             outputs = self._engine.chat([r.messages for r in requests], [self._params(r) for r in requests],
-                                        self._template_kwargs())
+                                        self._template_kwargs(), on_done=self.report_done if watching else None)
         else:
             outputs = self.llm.chat(
                 [r.messages for r in requests],
                 sampling_params=[self._params(r) for r in requests],
-                use_tqdm=False,
+                use_tqdm=functools.partial(CountingBar, report=self.report_done) if watching else False,
                 chat_template_kwargs=self._template_kwargs(),
             )
         per_ms = (time.perf_counter() - t0) * 1000.0 / len(requests)
@@ -141,6 +147,53 @@ class VLLMBackend(Backend):
                 torch.cuda.empty_cache()
             except ImportError:
                 pass
+
+
+class CountingBar:
+    """What ``LLM.chat(use_tqdm=...)`` calls in place of ``tqdm``: it draws nothing and passes each
+    finished request (``update(n)``) to ``report``. vLLM builds it twice a call: around the prompts
+    it adds (an iterable, passed through) and as the bar of the requests it runs (``total=``), whose
+    ``format_dict["elapsed"]``, ``postfix``, ``n``, ``refresh`` and ``close`` it uses."""
+
+    def __init__(self, iterable=None, *args, report=None, total=None, **kwargs):
+        self.iterable, self.total, self.report = iterable, total, report
+        self.n, self.postfix, self.t0 = 0, kwargs.get("postfix"), time.monotonic()
+
+    def __iter__(self):
+        return iter(self.iterable if self.iterable is not None else ())
+
+    def __len__(self) -> int:
+        return len(self.iterable) if self.iterable is not None else int(self.total or 0)
+
+    @property
+    def format_dict(self) -> dict:
+        return {"n": self.n, "total": self.total, "elapsed": max(time.monotonic() - self.t0, 1e-6)}
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        if self.report is not None:
+            self.report(n)
+
+    def set_postfix(self, *args, **kwargs) -> None:
+        pass
+
+    def set_postfix_str(self, *args, **kwargs) -> None:
+        pass
+
+    def set_description(self, *args, **kwargs) -> None:
+        pass
+
+    def refresh(self, *args, **kwargs) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
 
 
 def engine_parallel_args(config: BackendConfig) -> dict:
@@ -202,7 +255,7 @@ class _AsyncEngine:
         diff = model_config.get_diff_sampling_param()  # the model's generation defaults, as LLM uses
         return engine, tokenizer, vllm.SamplingParams(**diff) if diff else vllm.SamplingParams()
 
-    def chat(self, conversations: list, params: list, template_kwargs: dict | None) -> list:
+    def chat(self, conversations: list, params: list, template_kwargs: dict | None, on_done=None) -> list:
         prompts = []
         for messages in conversations:
             text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
@@ -214,18 +267,20 @@ class _AsyncEngine:
         base = self._ids
         self._ids += len(prompts)
         self.last_prompts = [text for text, _ in prompts]
-        return self._run(self._wave(prompts, params, base))
+        return self._run(self._wave(prompts, params, base, on_done))
 
-    async def _one(self, text: str, ids: list, params, request_id: str):
+    async def _one(self, text: str, ids: list, params, request_id: str, on_done=None):
         final = None
         async for out in self.engine.generate({"prompt_token_ids": ids}, params, request_id):
             final = out
         if final is None:
             raise RuntimeError(f"vLLM returned nothing for request {request_id}")
+        if on_done is not None:
+            on_done(1)
         return final
 
-    async def _wave(self, prompts: list, params: list, base: int) -> list:
-        return list(await asyncio.gather(*(self._one(text, ids, p, f"ltd-{base + i}")
+    async def _wave(self, prompts: list, params: list, base: int, on_done=None) -> list:
+        return list(await asyncio.gather(*(self._one(text, ids, p, f"ltd-{base + i}", on_done)
                                            for i, ((text, ids), p) in enumerate(zip(prompts, params)))))
 
     def _stop_loop(self) -> None:
