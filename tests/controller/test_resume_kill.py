@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tracegen.records import read_traces
 
 from e2e_helpers import CLI, run_records, small_case_dir
@@ -173,6 +175,7 @@ def test_a_stop_before_any_case_finished_writes_nothing(tmp_path):
     assert read_traces(trace) == []
 
 
+@pytest.mark.slow  # ~40 s: the in-process stop above covers the logic; this one sends a real SIGINT
 def test_sigint_mid_wave_through_the_command_keeps_the_wave_and_resume_ends_as_uninterrupted(tmp_path):
     """The command in a child process, one wave of 60 cases: SIGINT once the progress line shows
     cases finished in the wave (its repair round is seconds long). The finished cases are in the
