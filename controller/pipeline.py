@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -26,7 +25,9 @@ from tracegen.rollout import RolloutConfig
 from controller.learn.lora import LoraPolicyConfig
 from controller.study.experiment import ExperimentConfig, run_experiment
 from controller.env.registry import names
-from controller.report.outputs import atomic_write_json, versions, write_cv_predictions, write_predictions
+from controller.report.outputs import atomic_write_json
+from controller.run_folder import reports_dir as _reports, run_config_path as _run_config_path
+from controller.run_folder import set_previous_run_aside, trace_path, write_outputs
 
 TRACING_NICE = 10  # niceness of the imports done while tracing keeps the cores busy
 # what the controllers, statistics and figures import (~4 s on a 2-core machine): a run that
@@ -127,20 +128,6 @@ class RunConfig:
 
 
 EXPERIMENT_DEFAULTS, LORA_DEFAULTS = ExperimentConfig(), LoraPolicyConfig()
-
-
-# ---- paths ----------------------------------------------------------------------------------
-
-def _reports(cfg: RunConfig) -> Path:
-    return Path(cfg.root) / "reports"
-
-
-def trace_path(cfg: RunConfig) -> Path:
-    return _reports(cfg) / (f"fresh_traces_{cfg.tag}.jsonl" if cfg.tag else "fresh_traces.jsonl")
-
-
-def _run_config_path(cfg: RunConfig) -> Path:
-    return _reports(cfg) / (f"run_config_{cfg.tag}.json" if cfg.tag else "run_config.json")
 
 
 # ---- inputs ---------------------------------------------------------------------------------
@@ -330,61 +317,6 @@ def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[di
     except SplitError as err:
         raise UsageError(f"{err} (`dev_families`)", "test_families") from None
     return split_families, info
-
-
-# ---- the reports folder: one run's outputs, never a mix of two ---------------------------------
-
-KEEP_ALWAYS = ("README.md", "cache")  # the folder's tracked note; content-keyed caches (generations, tiny base)
-
-
-def _run_inputs(name: str) -> bool:
-    """What a reporting-only or resumed run reads back: trace files, their run configs, the split."""
-    return ((name.startswith("fresh_traces") and name.endswith(".jsonl"))
-            or (name.startswith("run_config") and name.endswith(".json")) or name == "split_manifest.json")
-
-
-def set_previous_run_aside(cfg: RunConfig, log) -> Path | None:
-    """Move the previous run's outputs to ``reports.<UTC time>/`` beside ``reports/``, so what
-    this run writes is never mixed with what an earlier run wrote. Nothing is deleted.
-
-    A fresh ``--generate-traces`` run moves everything (but the two ``KEEP_ALWAYS`` entries). A
-    resumed or reporting-only run reads the trace file, its run config and the split manifest,
-    so those stay (a copy goes aside too, so the folder aside is a whole run) and every derived
-    output (report, summary, figures, predictions, viewer, adapters, sft) moves.
-    """
-    reports = _reports(cfg)
-    if not reports.is_dir():
-        return None
-    keep_inputs = cfg.resume or not cfg.generate_traces
-    entries = sorted(p for p in reports.iterdir() if p.name not in KEEP_ALWAYS)
-    moving = [p for p in entries if not (keep_inputs and _run_inputs(p.name))]
-    if not moving:
-        return None
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    aside, n = reports.with_name(f"reports.{stamp}"), 1
-    while aside.exists():
-        aside, n = reports.with_name(f"reports.{stamp}-{n}"), n + 1
-    aside.mkdir()
-    for p in entries:
-        if p in moving:
-            os.replace(p, aside / p.name)
-        elif p.is_file():
-            _keep_a_copy(p, aside / p.name, linked=not cfg.generate_traces)
-    log(f"moved the previous run's outputs to {aside}" + (" (traces, run config and split kept there too)" if keep_inputs else ""))
-    return aside
-
-
-def _keep_a_copy(src: Path, dst: Path, linked: bool) -> None:
-    """A re-analysis only reads its inputs (and rewrites the small ones by atomic replace), so the
-    folder aside gets hard links: a whole run at no extra disk. A resumed run appends to the trace
-    file in place, so it gets a real copy (as does a file system without hard links)."""
-    if linked:
-        try:
-            os.link(src, dst)
-            return
-        except OSError:
-            pass
-    shutil.copy2(src, dst)
 
 
 # ---- traces ---------------------------------------------------------------------------------
@@ -734,53 +666,3 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, manifest, 
         summary["study"].update(traces_started_utc=started or "unknown",
                                 **registration(summary["study"].get("study_file_git"), started))
     return write_outputs(cfg, result, records, timing, t0, log)
-
-
-def _by_policy(rows) -> dict:
-    out: dict = {}
-    for r in rows:
-        out.setdefault(r["policy"], []).append(r)
-    return out
-
-
-def write_outputs(cfg: RunConfig, result, records, timing, t0, log) -> dict:
-    from sandbox import protections
-
-    from controller.report.figures import write_figures
-    from controller.report.markdown import write_report
-
-    reports = _reports(cfg)
-    summary, outcomes = result
-    # per-case pooled CV records of every split seed, written as predictions/cv/<policy>.jsonl
-    per_seed = result.split_seed_records
-    if per_seed is None and result.cv_pooled:
-        s = (summary.get("cv") or {}).get("split_seed", cfg.split_seed)
-        per_seed = [{"split_seed": s, "records": [{**o, "policy": p} for p, outs in result.cv_pooled.items()
-                                                  for o in outs]}]
-    exp = asdict(cfg.experiment)
-    full = {
-        "config": {"cases": cfg.cases or "foofah", "case_set": resolve_case_set(cfg.cases)[0], "backend": asdict(cfg.backend), "rollout": asdict(cfg.rollout),
-                   "experiment": exp, "split_seed": cfg.split_seed, "tag": cfg.tag, "trace_file": trace_path(cfg).name},
-        "versions": versions(),
-        "n_records": len(records),
-        **summary,
-        "sandbox": protections(),
-    }
-    full["timing"] = {**timing, **summary.get("timing", {}), "total_s": round(time.monotonic() - t0, 2)}
-    write_predictions(reports / "predictions", outcomes)
-    if per_seed:
-        write_cv_predictions(reports / "predictions" / "cv", [
-            {"split_seed": b["split_seed"], "outcomes": _by_policy(b["records"])} for b in per_seed])
-    write_figures(full, reports / "figures")
-    write_report(full, reports / "report.md")
-    atomic_write_json(reports / "final_summary.json", full)
-    log(f"wrote {reports / 'final_summary.json'}, report.md, figures/ and predictions/")
-    from controller.report.viewer import write_viewer
-
-    log(f"wrote {write_viewer(reports, full, records, outcomes)}")
-    if cfg.export_sft:
-        from controller.report.sft import describe, export_sft
-
-        n = export_sft(records, reports / "sft", cfg.rollout.repair_history, cfg.sft_max_tokens or None)
-        log(f"wrote {reports / 'sft'}: {describe(n)}")
-    return full
