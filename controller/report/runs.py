@@ -59,13 +59,17 @@ def read_text(path: Path) -> str:
 
 def read_json(path: Path) -> dict:
     """A JSON object from ``path``; anything else raises ``RunFilesError`` naming the file."""
-    text = read_text(path)
+    return _json_object(read_text(path), str(path))
+
+
+def _json_object(text: str, where: str) -> dict:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as err:
-        raise RunFilesError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+        at = f"line {err.lineno}: " if "\n" in text.strip() else ""  # a JSONL row names its line in ``where``
+        raise RunFilesError(f"{where}: not valid JSON ({at}{err.msg})") from None
     if not isinstance(obj, dict):
-        raise RunFilesError(f"{path}: not a JSON object")
+        raise RunFilesError(f"{where}: not a JSON object")
     return obj
 
 
@@ -105,12 +109,7 @@ def read_predictions(path: Path) -> list[dict]:
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise RunFilesError(f"{path} line {i}: not valid JSON ({err.msg})") from None
-        if not isinstance(row, dict):
-            raise RunFilesError(f"{path} line {i}: not a JSON object")
+        row = _json_object(line, f"{path} line {i}")
         bad = [k for k in ("case_id", "split", "family") if not isinstance(row.get(k), str)]
         if "correct" not in row or not (row["correct"] is None or isinstance(row["correct"], bool)):
             bad.append("correct")

@@ -129,18 +129,24 @@ def _regions(pid: int) -> list[str]:
     return out
 
 
+def _needle_variants(needles: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(labels, variants): each needle in utf-8 and utf-32-le, XOR-masked and hex-encoded, as the
+    scanning program (``SCAN``) reads them."""
+    labels, variants = [], []
+    for name in sorted(needles):
+        for enc in ("utf-8", "utf-32-le"):
+            variants.append(bytes(b ^ 0x5A for b in needles[name].encode(enc)).hex())
+            labels.append(f"{name}:{enc}")
+    return labels, variants
+
+
 def test_h1_no_host_path_in_argv_environ_stack_or_heap():
     with Sandbox(workers=1, ast_check=False) as box:
         needles = _host_needles(box)
         # two strings known to be there, so a scan that finds nothing has really looked
         needles.update({"control_argv": "sandbox worker: zygote.py",
                         "control_heap": "transform_program"})
-        names = sorted(needles)
-        variants, labels = [], []
-        for name in names:
-            for enc in ("utf-8", "utf-32-le"):
-                variants.append(bytes(b ^ 0x5A for b in needles[name].encode(enc)).hex())
-                labels.append(f"{name}:{enc}")
+        labels, variants = _needle_variants(needles)
         regions = _regions(_serving_pid(box))
         table = [labels, variants] + [regions[i:i + 500] for i in range(0, len(regions), 500)]
         r = box.run(SCAN, table, timeout_s=60, memory_mb=1024)

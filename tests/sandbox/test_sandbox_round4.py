@@ -37,7 +37,7 @@ import pytest
 import sandbox
 from sandbox import Sandbox
 
-from test_sandbox_round3 import SCAN, _regions, _serving_pid
+from test_sandbox_round3 import SCAN, _needle_variants, _regions, _serving_pid
 
 PRELUDE = '''
 import random
@@ -227,12 +227,7 @@ def test_r5_no_temp_dir_tails_or_host_pids_in_a_childs_memory(tmp_path, monkeypa
                    "status_pid": f"Pid:\t{serving}\n", "status_nspid": f"NSpid:\t{serving}\t",
                    "control_argv": "sandbox worker: zygote.py",
                    "control_heap": "transform_program"}
-        names = sorted(needles)
-        variants, labels = [], []
-        for name in names:
-            for enc in ("utf-8", "utf-32-le"):
-                variants.append(bytes(b ^ 0x5A for b in needles[name].encode(enc)).hex())
-                labels.append(f"{name}:{enc}")
+        labels, variants = _needle_variants(needles)
         regions = _regions(serving)
         table = [labels, variants] + [regions[i:i + 500] for i in range(0, len(regions), 500)]
         r = box.run(SCAN, table, timeout_s=60, memory_mb=1024)
