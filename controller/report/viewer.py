@@ -159,6 +159,7 @@ def run_view(summary: dict, records: list[dict], figures: list[str], run_config:
         "trace_file": cfg.get("trace_file"), "n_records": len(records),
         "splits": {s: {"cases": v["cases"], "families": len(v["families"])} for s, v in sorted(sizes.items())},
         "heldout": heldout, "figures": figures,
+        "ceiling": summary.get("ceiling"),  # the learnability ceiling (controller/study/ceiling.py)
         # run metadata: the whole config (sampling, seeds, budgets), what the traces were made with
         "config": cfg, "trace_config": (run_config or {}).get("trace_config"), "versions": summary.get("versions"),
         "timing": summary.get("timing"), "seeds": summary.get("seeds"), "split_method": summary.get("split_method"),

@@ -1,4 +1,4 @@
-"""The reviewer-grade study keys of the summary: ``headroom``, ``routing``, ``hypotheses``, ``power``.
+"""The reviewer-grade study keys of the summary: ``headroom``, ``ceiling``, ``routing``, ``hypotheses``, ``power``.
 
 ``study_sections`` is the one call ``experiment.run_experiment`` makes after every policy has been
 simulated (and cross-validated): headroom from the traces, routing baselines and metrics for the
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from controller.study.ceiling import ceiling_table
 from controller.study.headroom import headroom_table
 from controller.study.hypotheses import (Study, attach_split_seeds, default_study, evaluate_study, load_study,
                                          split_seed_rule)
@@ -75,6 +76,7 @@ def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[M
     attach_split_seeds(hyps, st, by_split, ssr, cv.get("split_seed"), direct_tokens, fixed, seed)
     n_seeds = len(ssr) if ssr else (1 if "cv_pooled" in by_split else 0)
     return {"headroom": headroom_table(records, summary.get("policy_results"), cv.get("pooled")),
+            "ceiling": ceiling_table(records, seed=seed),
             "routing": routing,
             "study": {"name": st.name, "source": st.source, "cost_unit": st.cost_unit, "alpha": st.alpha,
                       "split_seed_rule": split_seed_rule(st, n_seeds),

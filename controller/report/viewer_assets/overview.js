@@ -63,6 +63,22 @@ function seedSpread(seeds) {
     '<th class="hs">mean</th><th class="hs">range</th></tr></thead><tbody>' + rows.join("") + "</tbody></table>";
 }
 
+function ceilingTable(c) {
+  if (!c || !c.points || !c.points.length) return "";
+  const share = (x) => (x === null || x === undefined) ? "n/a" : Math.round(100 * x) + "%";
+  const h = ['<h2>Ceiling</h2>'];
+  if (c.sentence) h.push('<p id="ceiling-sentence">' + esc(c.sentence) + "</p>");
+  h.push('<table id="ceiling"><thead><tr><th>decision point</th><th class="hs">cases</th><th class="hs">safe to stop</th>' +
+    '<th class="hs">saved if safe cases stop</th><th class="hs">share of gap</th></tr></thead><tbody>');
+  for (const p of c.points)
+    h.push("<tr><td>" + esc(p.name) + '</td><td class="n">' + p.cases + '</td><td class="n">' + p.safe + '</td><td class="n">' +
+      p.savings_if_all_safe_stop + '</td><td class="n">' + share(p.gap_share_if_all_safe_stop) + "</td></tr>");
+  h.push("</tbody></table><p>in-sample zero-loss trees (depth: share of gap): " +
+    (c.in_sample || []).map((r) => r.depth + ": " + share(r.gap_share)).join(", ") + "; out of family: " +
+    (c.out_of_sample || []).map((r) => esc(r.model) + " " + share(r.gap_share) + " (" + r.lost + " lost)").join(", ") + "</p>");
+  return h.join("");
+}
+
 function overview() {
   const r = D.run, h = [];
   h.push("<h2>Run</h2>" + metadata(r));
@@ -73,7 +89,8 @@ function overview() {
     h.push("<tr><td>" + esc(s) + '</td><td class="n">' + v.cases + '</td><td class="n">' + v.families + '</td><td class="n">' + n("direct right") +
       '</td><td class="n">' + n("program right") + '</td><td class="n">' + n("both") + '</td><td class="n">' + n("neither") + "</td></tr>");
   }
-  h.push('</tbody></table><h2>Held-out results</h2><table id="heldout"><thead><tr><th rowspan="2">policy</th>' +
+  h.push("</tbody></table>" + ceilingTable(r.ceiling));
+  h.push('<h2>Held-out results</h2><table id="heldout"><thead><tr><th rowspan="2">policy</th>' +
     '<th colspan="3" class="hs">dev</th><th colspan="3" class="hs">test</th></tr><tr>');
   for (let i = 0; i < 2; i++) h.push('<th class="hs">exact</th><th class="hs">accuracy [95% CI]</th><th>program gens</th>');
   h.push("</tr></thead><tbody>");
