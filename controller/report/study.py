@@ -107,7 +107,9 @@ def power_md(s: Mapping) -> list[str]:
     for p in s.get("power") or []:
         mde = p.get("mde")
         rows.append([f"`{p['hypothesis']}`", p["n_families"], p["effect_unit"],
-                     "not detectable" if mde is None else fixed(mde), fixed(p.get("observed_effect")),
+                     ("even 0 lost fails" if p.get("kind") == "noninferiority" else "not detectable") if mde is None
+                     else (str(mde) if p.get("kind") == "noninferiority" else fixed(mde)), fixed(p.get("observed_effect")),
+                     "n/a" if p.get("min_attainable_p") is None else
                      f"{p['min_attainable_p']:.2g}" + (f" ({p['test_method']})" if p.get("test_method") else ""),
                      p.get("note", "")])
     if not rows:

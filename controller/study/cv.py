@@ -56,7 +56,7 @@ def run_cv(records, cfg, log=print, fold_seed: int | None = None, lora_worker=No
         train, dev, test = env.split("train"), env.split("dev"), env.split("test")
 
         policies = fixed_policies(max_repairs=max_repairs(recs), samples=has_samples(recs))
-        best, best_info = choose_best_fixed(env, policies, train + dev, cfg.cost)
+        best, best_info = choose_best_fixed(env, policies, train + dev, cfg.cost, cfg.margin)
         policies[BEST_FIXED] = best
         rule, _, rule_info = fit_learned_rule(env, train, dev, cfg)
         policies["learned_rule"] = rule

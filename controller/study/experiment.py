@@ -296,7 +296,8 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     train = env.split("train", only_scored=True)
     policies = fixed_policies(max_repairs=max_repairs(records))
     # the best fixed policy, chosen on train + dev (never test); every learner is compared with it
-    best, best_info = choose_best_fixed(env, policies, train + env.split("dev", only_scored=True), cfg.cost)
+    best, best_info = choose_best_fixed(env, policies, train + env.split("dev", only_scored=True), cfg.cost,
+                                         cfg.margin)
     policies[BEST_FIXED] = best
     policies[ORACLE] = Oracle(records, cost=cfg.cost)  # unscored cases get DIRECT: no action can be right
 

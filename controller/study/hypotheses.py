@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from controller.study.routing import UNITS, case_vectors, hull_value, mix_weight, point, upper_hull
+from controller.study.comparators import CASE_ASSUMES, family_bound, max_losses_tolerated
 from controller.study.stats import (ALPHA, EXCLUDE_ORACLE, NONINFERIORITY_METHOD, ORACLE, comparison_key, distinct_holm,
                                     family_bootstrap, family_sign_flip_p, noninferiority_lower_bound)
 
@@ -247,7 +248,10 @@ def statistic(h: Hypothesis, by_policy: Mapping[str, Sequence[Mapping]], direct_
         wins, losses = sum(1 for x in acc_d if x > 0), sum(1 for x in acc_d if x < 0)
         out["noninferiority"] = {"method": NONINFERIORITY_METHOD, "wins": wins, "losses": losses, "n": len(acc_d),
                                  "alpha": alpha, "margin": h.margin,
-                                 "lower_bound": noninferiority_lower_bound(wins, losses, len(acc_d), alpha)}
+                                 "lower_bound": noninferiority_lower_bound(wins, losses, len(acc_d), alpha),
+                                 "assumes": CASE_ASSUMES,
+                                 "max_losses_tolerated": max_losses_tolerated(len(acc_d), h.margin, alpha),
+                                 "family_level": family_bound(fams, acc_d, alpha)}
     return out
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from controller.env.cost import unit as cost_unit_of
 from controller.study.ceiling import ceiling_table
+from controller.study.comparators import dominance, ni_tolerance
 from controller.study.headroom import headroom_table
 from controller.study.hypotheses import (Study, attach_split_seeds, default_study, evaluate_study, load_study,
                                          split_seed_rule)
@@ -51,6 +53,16 @@ def power_rows(hypotheses: list[dict], routing: Mapping, alpha: float, seed: int
             scale, effect_unit = 0.5, "accuracy (share of cases)"
         mde = min_detectable_effect(fams, diffs, alpha=alpha, scale=scale, seed=seed)
         out.append({"hypothesis": h["name"], "effect_unit": effect_unit, **mde})
+        ni = h.get("noninferiority")
+        if ni:  # the no-loss part: how many lost cases the exact bound tolerates at n, and its power
+            tol = ni_tolerance(ni["n"], ni["margin"], ni.get("alpha", alpha))
+            out.append({"hypothesis": f"{h['name']} (no-loss part)", "n_families": len(set(fams)),
+                        "effect_unit": f"cases lost of {ni['n']} (exact bound, no win)",
+                        "mde": tol["max_losses_tolerated"], "observed_effect": ni["losses"],
+                        "kind": "noninferiority", **{k: v for k, v in tol.items() if k != "n"},
+                        "note": "largest loss count still passing; power = P(pass) if each case is lost "
+                                "independently at rate q: " + ", ".join(f"q={q}: {v:.2f}" for q, v in
+                                                                       tol["power_at_loss_rate"].items())})
     for h in hypotheses:
         h.pop("_families", None), h.pop("_diffs", None)
     return out
@@ -82,5 +94,7 @@ def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[M
                       "split_seed_rule": split_seed_rule(st, n_seeds),
                       # the pipeline adds traces_started_utc from run_config.json and settles the registration
                       **study_provenance(st.source if study is not None else None)},
+            "comparators": {"best_fixed_rule": (summary.get("best_fixed") or {}).get("criterion"),
+                            "dominance": dominance(ssr, cost_unit_of(st.cost_unit).field)},
             "power": power_rows(hyps, routing, st.alpha, seed),
             "hypotheses": hyps}
