@@ -13,6 +13,7 @@ from typing import Mapping, Sequence
 from controller.env.cost import unit as cost_unit_of
 from controller.study.ceiling import ceiling_table
 from controller.study.comparators import dominance, ni_tolerance
+from controller.study.deviations import deviations
 from controller.study.headroom import headroom_table
 from controller.study.hypotheses import (Study, attach_split_seeds, default_study, evaluate_study, load_study,
                                          split_seed_rule)
@@ -87,13 +88,16 @@ def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[M
     ssr = split_seed_records
     attach_split_seeds(hyps, st, by_split, ssr, cv.get("split_seed"), direct_tokens, fixed, seed)
     n_seeds = len(ssr) if ssr else (1 if "cv_pooled" in by_split else 0)
+    prov = study_provenance(st.source if study is not None else None)
     return {"headroom": headroom_table(records, summary.get("policy_results"), cv.get("pooled")),
             "ceiling": ceiling_table(records, seed=seed),
             "routing": routing,
             "study": {"name": st.name, "source": st.source, "cost_unit": st.cost_unit, "alpha": st.alpha,
                       "split_seed_rule": split_seed_rule(st, n_seeds),
                       # the pipeline adds traces_started_utc from run_config.json and settles the registration
-                      **study_provenance(st.source if study is not None else None)},
+                      **prov},
+            "deviations": deviations(st.source if study is not None else None,
+                                     (prov.get("study_file_git") or {}).get("commit"), st.name),
             "comparators": {"best_fixed_rule": (summary.get("best_fixed") or {}).get("criterion"),
                             "dominance": dominance(ssr, cost_unit_of(st.cost_unit).field)},
             "power": power_rows(hyps, routing, st.alpha, seed),
