@@ -116,9 +116,12 @@ def repair_rounds_md(s: Mapping) -> list[str]:
     if not rows:
         return []
     out = ["## Repair rounds", "", "How often repair r of a chain (the program still failing after r - 1 "
-           "repairs) passes the public example, and how often it is right on the hidden answer:", "",
-           "| repair | chains reaching it | pass the example | right (hidden) |", "|---|---|---|---|"]
+           "repairs) passes the public example, and how often it passes and is right (a round that fails the example "
+           "is never committed):", "",
+           "| repair | chains reaching it | pass the example | pass and right (committable) | right on the hidden "
+           "answer, passing or not (not committable unless it passes) |", "|---|---|---|---|---|"]
     for r in rows:
         rate = "n/a" if r["pass_rate"] is None else f"{100 * r['pass_rate']:.0f}%"
-        out.append(f"| {r['repair']} | {r['reached']} | {r['passed']} ({rate}) | {r['right']} |")
+        out.append(f"| {r['repair']} | {r['reached']} | {r['passed']} ({rate}) | {r.get('passed_right', 'n/a')} | "
+                   f"{r['right']} |")
     return out + [""]

@@ -72,8 +72,19 @@ def _summary(s: Mapping) -> list[str]:
         if ORACLE in test:
             parts.append(f"hindsight oracle `{ORACLE}` {exact(test[ORACLE])}")
         out.append("Held-out test: " + "; ".join(parts) + ".")
-        out += ["", best_deployable_sentence(s)]
+        if _untied_best_deployable(s):  # a tie broken on dev is no finding: no line for it
+            out += ["", best_deployable_sentence(s)]
     return out + [""]
+
+
+def _untied_best_deployable(summary: Mapping) -> bool:
+    """One best deployable policy on dev, no other deployable policy at its dev accuracy."""
+    best = best_deployable(summary)
+    if len(best) != 1:
+        return False
+    dev = dict(results(summary, "dev"))
+    acc = dev[best[0]].get("accuracy")
+    return sum(1 for p, r in dev.items() if deployable(p) and r.get("n") and r.get("accuracy") == acc) == 1
 
 
 def best_deployable(summary: Mapping) -> list[str]:

@@ -24,6 +24,10 @@ the same; it moves accuracy only, counted apart as ``commit_direct_wins``.)
   families (never on scores a model fit); savings share and lost cases. ``ceiling`` is the best share among models that
   lose no case out of sample (0 when none does), beside the best share at any loss.
 
+At K > 1 the ceiling covers the always-tool chain (sample 0) only: resampling and committing a
+chosen sample are levers it does not count (``commit_any_sample`` and the headroom's
+``passing_right_commit_wrong`` do).
+
 Reads ``hidden`` to label (this is analysis); every feature is ``visible_state``'s.
 """
 from __future__ import annotations

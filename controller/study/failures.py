@@ -244,10 +244,12 @@ def repair_pass_rates(records: Sequence[Mapping]) -> list[dict]:
             for k, (rnd, hid) in enumerate(zip(rounds, hidden)):
                 if k == 0:
                     continue
-                row = rows.setdefault(k, {"repair": k, "reached": 0, "passed": 0, "right": 0})
+                row = rows.setdefault(k, {"repair": k, "reached": 0, "passed": 0, "right": 0,
+                                                "passed_right": 0})
                 row["reached"] += 1
                 row["passed"] += int(bool(rnd["visible_pass"]))
                 row["right"] += int(bool(hid.get("hidden_exact")))
+                row["passed_right"] += int(bool(rnd["visible_pass"] and hid.get("hidden_exact")))
     for row in rows.values():
         row["pass_rate"] = round(row["passed"] / row["reached"], 4) if row["reached"] else None
     return [rows[k] for k in sorted(rows)]

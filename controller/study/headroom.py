@@ -156,6 +156,8 @@ def answerable_questions(h: Mapping) -> list[str]:
     out.append(f"Tools are needed in {pooled['program_only_right']} of {n} cases (committed program right, direct "
                f"wrong); direct answering suffices in {pooled['direct_only_right'] + pooled['both_right']} "
                "(cases where a controller can save the tool call without losing accuracy).")
-    out.append(f"{pooled['unreachable_cases']} of {n} cases have no right answer anywhere in the recorded tree: "
+    out.append(f"{pooled['unreachable_cases']} of {n} cases have no committable right answer in the recorded tree "
+               "(the direct answer wrong and no program that passes the public example right; a round right on the "
+               "hidden answer that fails the public example cannot be committed): "
                "they bound every policy's accuracy, the oracle's included.")
     return out
