@@ -143,6 +143,12 @@ def _learned_rule(s: Mapping) -> list[str]:
 
 def _dagger(s: Mapping) -> list[str]:
     dagger = s.get("dagger") or {}
+    k = ((s.get("config") or {}).get("rollout") or {}).get("program_samples") or 1
+    if dagger and k <= 1:  # every reachable state is on the recorded chain: nothing for DAgger to add
+        return ["## DAgger", "", "Not reported: with one program sample (K = 1) every state a policy can reach lies on "
+                "the recorded chain, which behaviour cloning already holds, so DAgger cannot add a state; its rows equal "
+                "behaviour cloning's and are no evidence. It is reported where the reachable states exceed the recorded "
+                "chain (K >= 3).", ""]
     out = []
     for learner, iters in dagger.items():
         rows = [[it.get("iter"), it.get("beta", "n/a"), it.get("states_visited", "n/a"),

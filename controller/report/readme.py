@@ -27,6 +27,15 @@ def _rng(d: Mapping | None, unit: str) -> str:
     return f"{lo:+.1f} {unit}" if lo == hi else f"{lo:+.1f} to {hi:+.1f} {unit}"
 
 
+def _tolerance(h: Mapping) -> str:
+    ni = h.get("noninferiority") or {}
+    if not ni:
+        return ""
+    tol = ni.get("max_losses_tolerated")
+    return (f"; its no-loss bar at n = {ni['n']} tolerates " + ("no case lost (even 0 lost fails)" if tol is None else
+            f"at most {tol} lost case{'s' if tol != 1 else ''} with no win"))
+
+
 def results_block(s: Mapping, where: str = STUDY) -> str:
     cv = s.get("cv") or {}
     pooled = cv.get("pooled") or {}
@@ -42,10 +51,16 @@ def results_block(s: Mapping, where: str = STUDY) -> str:
     q = (s.get("headroom") or {}).get("questions") or []
     if q:
         out += [f"**What the data can answer.** {q[0]}", ""]
+    ceil = s.get("ceiling") or {}
+    if ceil.get("sentence"):
+        out += [f"**The ceiling.** {ceil['sentence']}", ""]
     folds = [f.get("best_fixed") for f in cv.get("folds", [])]
     chosen = ", ".join(f"`{c}` in {folds.count(c)} of {len(folds)} folds" for c in dict.fromkeys(folds))
-    out += [f"**The best fixed policy**, chosen on each fold's train + dev (every repair budget and visible "
-            f"rule): {chosen}.", ""]
+    dom = (s.get("comparators") or {}).get("dominance") or {}
+    dom_text = (f" Another fixed policy dominates it pooled at {dom['dominated_seeds']} of {dom['n_seeds']} split seeds."
+                if dom.get("n_seeds") else "")
+    out += [f"**The best fixed policy**, chosen on each fold's train + dev among every repair budget and visible "
+            f"rule (the cheapest within the non-inferiority margin of the most accurate): {chosen}.{dom_text}", ""]
     diffs = ss.get("differences") or {}
     out += ["| policy (pooled CV, split seed 0) | right | program generations | vs best fixed over split seeds |",
             "|---|---|---|---|"]
@@ -71,7 +86,8 @@ def results_block(s: Mapping, where: str = STUDY) -> str:
     if prim:
         out.append("**Registered primary hypotheses** (" + (study.get("split_seed_rule") or {}).get("rule", "")
                    + "):")
-        out += [f"- `{h['name']}`: {h.get('verdict')} (supported at {h.get('supported_at') or 'n/a'})." for h in prim]
+        out += [f"- `{h['name']}`: {h.get('verdict')} (supported at {h.get('supported_at') or 'n/a'})"
+                + _tolerance(h) + "." for h in prim]
         out.append("")
     learner = ((s.get("routing") or {}).get("cv_pooled") or {}).get("generations", {}).get("learners", {}) \
         .get("learned_rule", {})

@@ -74,9 +74,18 @@ def full_summary():
 
 
 SECTIONS = ["## Summary", "## Splits and trace counts", "## Held-out test result",
-            "## Dev vs test", "## Paired tests", "## Seeds", "## Learned rule", "## DAgger iterations",
+            "## Dev vs test", "## Paired tests", "## Seeds", "## Learned rule", "## DAgger",
             "## Cross-validation", "## Budget frontier", "## Failure analysis",
             "## Sandbox and timing", "## Figures", "## What the numbers show and do not show"]
+
+
+def test_dagger_is_reported_only_where_states_exceed_the_recorded_chain():
+    full = full_summary()
+    if not full.get("dagger"):
+        full["dagger"] = {"learned_rule": [{"iter": 0, "dataset_size": 3}]}
+    assert "cannot add a state" in render_report(full) and "## DAgger iterations" not in render_report(full)
+    full["config"] = dict(full.get("config") or {}, rollout={"program_samples": 3})
+    assert "## DAgger iterations" in render_report(full)
 
 
 def test_report_renders_every_section_in_order():
