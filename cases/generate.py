@@ -1,5 +1,9 @@
 """Write or check the shipped case library: ``python -m cases.generate [--out DIR] [--check]``.
 
+``--cases A-B --out DIR`` writes cases A..B of every family instead (new instances drawn with
+other seeds, e.g. distillation data that no study scores); a draw a generator refuses (its checks
+fail for that seed) is skipped and counted.
+
 Every file is ``<family>/<family>_<k>.json`` (k = 1..5), dumped with indent=1 and sorted keys
 so diffs stay small. Writing removes stale library files (``X/X_<digits>.json`` not produced
 any more) and only warns about other ``.json``/``.txt`` files. ``--check`` writes nothing and
@@ -14,6 +18,7 @@ import sys
 from pathlib import Path
 
 from cases.generators import CASES_PER_FAMILY, FAMILIES, build_case
+from cases.generators.spec import GeneratorError
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "data"
 _LIBRARY_FILE = re.compile(r"^(?P<fam>.+)_\d+\.json$")
@@ -23,12 +28,17 @@ def dump_case(obj: dict) -> bytes:
     return (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode("utf-8")
 
 
-def render_library() -> dict[str, bytes]:
-    """Relative posix path -> file bytes, for every generated case."""
+def render_library(indices: range | None = None) -> dict[str, bytes]:
+    """Relative posix path -> file bytes, for every generated case (``indices``: those cases of each
+    family instead of the shipped 1..CASES_PER_FAMILY; a draw its generator refuses is left out)."""
     files: dict[str, bytes] = {}
     for fam in FAMILIES:
-        for k in range(1, CASES_PER_FAMILY + 1):
-            files[f"{fam.name}/{fam.name}_{k}.json"] = dump_case(build_case(fam, k))
+        for k in indices or range(1, CASES_PER_FAMILY + 1):
+            try:
+                files[f"{fam.name}/{fam.name}_{k}.json"] = dump_case(build_case(fam, k))
+            except GeneratorError:
+                if indices is None:  # the shipped library must build whole
+                    raise
     return files
 
 
@@ -59,9 +69,9 @@ def check(out: Path) -> list[str]:
     return sorted(problems)
 
 
-def write(out: Path) -> tuple[int, list[str], list[str]]:
+def write(out: Path, indices: range | None = None) -> tuple[int, list[str], list[str]]:
     """Write every case; returns (files written, stale files removed, other files left alone)."""
-    files = render_library()  # build everything first: a generator error writes nothing
+    files = render_library(indices)  # build everything first: a generator error writes nothing
     existing = _existing(out)
     for rel, data in files.items():
         path = out / rel
@@ -79,14 +89,25 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m cases.generate", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="library folder (default: cases/data)")
     ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on any difference")
+    ap.add_argument("--cases", metavar="A-B", default=None,
+                    help="write cases A..B of each family (other seeds than the shipped 1-%d; needs --out "
+                         "elsewhere than cases/data; default: the shipped library)" % CASES_PER_FAMILY)
     args = ap.parse_args(argv)
+    indices = None
+    if args.cases is not None:
+        a, _, b = args.cases.partition("-")
+        if not (a.isdigit() and b.isdigit() and 1 <= int(a) <= int(b)):
+            ap.error(f"--cases: expected A-B with 1 <= A <= B, got {args.cases!r}")
+        if args.check or args.out.resolve() == DEFAULT_OUT:
+            ap.error("--cases: writes new instances elsewhere: give --out DIR (not cases/data) and no --check")
+        indices = range(int(a), int(b) + 1)
     if args.check:
         problems = check(args.out)
         for line in problems:
             print(line)
         print(f"{args.out}: {'up to date' if not problems else f'{len(problems)} problem(s)'}")
         return 1 if problems else 0
-    n, stale, others = write(args.out)
+    n, stale, others = write(args.out, indices)
     for rel in stale:
         print(f"removed stale {rel}")
     for rel in others:

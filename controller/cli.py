@@ -18,6 +18,7 @@ Two more subcommands, each with its own --help (docs/compare.md):
 
     live-tool-dagger compare ROOT_A ROOT_B [--out DIR]   two runs on the same cases, B - A per policy
     live-tool-dagger view [DIR] [--open]                 list the runs under DIR, index page runs.html
+    live-tool-dagger sft --data EXPORT [--out DIR]       train a coder on an SFT export (docs/sft.md)
 
 `python scripts/run_live_tool_dagger.py` is the same command from a checkout.
 Outputs go to <root>/reports/ (final_summary.json, report.md, figures/, predictions/, viewer/index.html).
@@ -117,6 +118,10 @@ def main(argv=None) -> int:
         from controller.commands import main as subcommand
 
         return subcommand(words)
+    if words and words[0] == "sft":  # train a coder on an SFT export (controller/sft_train.py)
+        from controller.sft_train import main as sft_main
+
+        return sft_main(words[1:])
     args = make_parser().parse_args(words)
     from tracegen.errors import ConfigError
 

@@ -74,6 +74,10 @@ class RunConfig:
                                 "(the default): leave out none, and log the length to train with (the longest "
                                 "row rounded up); reports/sft/export.json has the lengths",
                              metavar="N|auto", words={"auto": 0})
+    sft_splits: str = _f("train_dev", "with --export-sft: which splits' rows are exported: train_dev (never a test "
+                                      "family: the default), or all (distillation data from a case set no study "
+                                      "scores: train and test rows go to train.jsonl, dev rows to dev.jsonl)",
+                         choices=("train_dev", "all"))
     split_seed: int = _f(0, "seed of the family-disjoint split (and of the cross-validation folds)")
     test_families: int | None = _f(None, "families in the test split (default ~25%)")
     dev_families: int | None = _f(None, "families in the dev split (default ~20%)")
@@ -163,6 +167,8 @@ def trace_config(cfg: RunConfig, cases) -> dict:
     extra = {"repair_history": True} if cfg.rollout.repair_history else {}
     if b.synth_time_budget_s:  # an opt-in wall-clock cap makes synth traces depend on load
         extra["synth_time_budget_s"] = b.synth_time_budget_s
+    if b.synth_compact:
+        extra["synth_compact"] = True
     return {**extra, "backend": b.name, "model": b.model, "temperature": b.temperature, "top_p": b.top_p, "top_k": b.top_k, "seed": b.seed,
             "max_new_tokens": b.max_new_tokens, "enable_thinking": b.enable_thinking,
             "synth_write_nodes": b.synth_write_nodes, "synth_fix_nodes": b.synth_fix_nodes,

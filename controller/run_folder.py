@@ -130,6 +130,7 @@ def write_outputs(cfg, result, records, timing, t0, log) -> dict:
     if cfg.export_sft:
         from controller.report.sft import describe, export_sft
 
-        n = export_sft(records, reports / "sft", cfg.rollout.repair_history, cfg.sft_max_tokens or None)
+        n = export_sft(records, reports / "sft", cfg.rollout.repair_history, cfg.sft_max_tokens or None,
+                       all_splits=cfg.sft_splits == "all", strip_history=cfg.backend.synth_compact)
         log(f"wrote {reports / 'sft'}: {describe(n)}")
     return full

@@ -28,7 +28,13 @@ to its first round that passed the public example and is right on the new input;
 are the exact prompt of that round (rebuilt by ``tracegen.conversations.round_messages``, so a
 repair round carries the earlier code and the feedback the model got) and the stored raw answer.
 
-Leakage: only records of the train and dev splits are exported (test and unassigned are left
+Distillation (``all_splits``): a case set that no study scores (generated instances, docs/sft.md)
+gives every split's rows: train and test to ``train.jsonl``, dev to ``dev.jsonl`` (a held-out
+validation set of whole families). ``strip_history`` drops the synthesizer's ``# program:`` and
+``# tried:`` bookkeeping lines from every assistant turn (prompt and completion alike): they name
+its search's keys, which mean nothing to a model learning to write the program.
+
+Leakage: by default only records of the train and dev splits are exported (test and unassigned are left
 out), and a record whose family has any test-split case is left out too, so no test family can
 reach the fine-tuning data even from a mislabelled record.
 """
@@ -38,6 +44,7 @@ import json
 from pathlib import Path
 
 from tracegen.conversations import direct_conversation, program_chains, round_conversation
+from tracegen.synth.codegen import strip_history as _strip
 
 from controller.report.outputs import atomic_write_json, atomic_write_text
 
@@ -83,8 +90,14 @@ def _lengths(values: list[int]) -> dict:
     return {"n": len(v), "min": v[0], "median": v[len(v) // 2], "max": v[-1]}
 
 
+def _stripped(row: dict) -> dict:
+    def clean(messages):
+        return [{**m, "content": _strip(m["content"])} if m.get("role") == "assistant" else m for m in messages]
+    return {**row, "prompt": clean(row["prompt"]), "completion": clean(row["completion"])}
+
+
 def export_sft(records: list[dict], out_dir: str | Path, repair_history: bool = False,
-               max_tokens: int | None = None) -> dict:
+               max_tokens: int | None = None, all_splits: bool = False, strip_history: bool = False) -> dict:
     """Write ``train.jsonl``, ``dev.jsonl`` and ``export.json`` under ``out_dir``; returns what
     ``export.json`` holds: rows per file (``train``, ``dev``), ``max_tokens`` (the length in force),
     ``chosen`` (``auto`` or ``given``), ``longest``, ``too_long`` (rows left out for having more
@@ -93,10 +106,14 @@ def export_sft(records: list[dict], out_dir: str | Path, repair_history: bool = 
     ``max_tokens``: None or 0 chooses the length from the rows (``auto_max_tokens``: nothing is
     left out). ``repair_history``: the traces were made with ``--repair-history`` (FIX prompts
     showed every earlier attempt), so the rebuilt prompts must show them too."""
+    if all_splits:
+        records = [{**r, "split": "dev" if r.get("split") == "dev" else "train"} for r in records]
     test_families = {r["family"] for r in records if r.get("split") == "test"}
     candidates = [row for rec in records
                   if rec.get("split") in EXPORT_SPLITS and rec["family"] not in test_families
                   for row in verified_conversations(rec, repair_history)]
+    if strip_history:
+        candidates = [_stripped(row) for row in candidates]
     longest = max((r["tokens"] for r in candidates), default=0)
     chosen = "given" if max_tokens else "auto"
     limit = max_tokens or auto_max_tokens([r["tokens"] for r in candidates])

@@ -60,6 +60,8 @@ class Completion:
     # and "budget" (the optional wall-clock cap stopped the search: the answer depends on load)
     cached: bool = False
     search_nodes: int = 0  # synth only: search nodes spent on this completion (model backends: 0)
+    # token log-probability statistics of the answer (``backends/logprobs.py``); None: not recorded
+    logprobs: dict | None = None
 
 
 def _f(default, help: str, **meta):
@@ -126,6 +128,9 @@ class BackendConfig:
     synth_write_nodes: int = _f(100, "synth: search nodes for WRITE")
     synth_fix_nodes: int = _f(40_000, "synth: search nodes of a chain's repair search; each FIX continues it "
                                       "with half of them (two repairs search them all; docs/synthesizer.md)")
+    synth_compact: bool = _f(False, "synth: write programs compactly (no docstrings, comments or step comments; "
+                                    "the same code otherwise, docs/synthesizer.md), the rendering distillation "
+                                    "data is made with")
     synth_time_budget_s: float | None = _f(None, "synth: wall-clock cap per search, seconds (default: none, so "
                                                  "traces do not depend on load; a search it stops is recorded as "
                                                  "finish_reason 'budget')", flag="--synth-time-budget")

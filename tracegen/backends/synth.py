@@ -80,7 +80,7 @@ def _steps_text(program) -> str:
     return "; ".join(steps)
 
 
-def _program_text(kind: str, result, tried_before: bool, sample: int) -> str:
+def _program_text(kind: str, result, tried_before: bool, sample: int, compact: bool = False) -> str:
     n = len(result.program)
     count = "one step" if n == 1 else f"{n} steps"
     if result.found:
@@ -94,6 +94,8 @@ def _program_text(kind: str, result, tried_before: bool, sample: int) -> str:
         lead = "I could not repair the program" if kind == "fix" and tried_before else \
             "I could not find a program that reproduces the example"
         sentence = f"{lead}; this is the closest I found ({count}): {_steps_text(result.program)}."
+    if compact:  # the code alone: what a distilled model learns to answer with
+        return f"```python\n{result.code}```\n"
     return f"{sentence}\n\n```python\n{result.code}```\n"
 
 
@@ -278,8 +280,8 @@ class SynthBackend(Backend):
         if result.found and base in self._live:  # this answer passes the example: no repair follows
             self._live.pop(base)[0].close()
         result.nodes = found.spent  # what this round's answer cost: its own stage of the search
-        result.code = emit_code(result.program, tried=tried)
-        return _program_text(req.kind, result, bool(tried), req.sample), result
+        result.code = emit_code(result.program, tried=tried, compact=cfg.synth_compact)
+        return _program_text(req.kind, result, bool(tried), req.sample, cfg.synth_compact), result
 
     def _stage(self, base: tuple, budgets: list[int], req: GenerationRequest, seeds: list, behaviour):
         """The Outcome of the search ``base`` after the stages ``budgets`` (fresh nodes each), every

@@ -8,6 +8,7 @@ Not covered: pretty-printing beyond one comment per step.
 """
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 
@@ -94,27 +95,55 @@ def describe_step(name: str, p: dict) -> str:
     return text[name].format(**p)
 
 
-def emit_code(program, *, tried=()) -> str:
-    """Source code of ``program`` as a ``transform(table)`` function plus its helpers."""
+def _compact_source(name: str) -> str:
+    """An operator's source without its docstring and comments (``ast.unparse`` keeps no comments),
+    so the code is the same function in fewer tokens."""
+    tree = ast.parse(inspect.getsource(getattr(ops, name)))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
+def emit_code(program, *, tried=(), compact: bool = False) -> str:
+    """Source code of ``program`` as a ``transform(table)`` function plus its helpers.
+
+    ``compact``: the same functions without docstrings, comments or step comments, and no blank
+    lines between them (the ``# program:`` / ``# tried:`` lines stay: a later repair reads them).
+    It computes exactly what the readable rendering computes; only the text is shorter."""
     names = list(dict.fromkeys(name for name, _ in program))
     helpers = _helpers(names)
-    sources = [inspect.getsource(getattr(ops, n)).rstrip() for n in helpers]
+    if compact:
+        sources = [_compact_source(n) for n in helpers]
+    else:
+        sources = [inspect.getsource(getattr(ops, n)).rstrip() for n in helpers]
     lines = [f"# program: {program_key(program)}"]
     lines += [f"# tried: {key}" for key in tried]
     if any("re." in s for s in sources):
         lines.append("import re")
-    lines.append("")
+    if not compact:
+        lines.append("")
     for src in sources:
-        lines += ["", src, ""]
-    lines += ["", "def transform(table):"]
-    if not program:
+        lines += [src] if compact else ["", src, ""]
+    lines += ["def transform(table):"] if compact else ["", "def transform(table):"]
+    if not program and not compact:
         lines.append("    # no step found: return the table as it is")
     for i, (name, params) in enumerate(program, 1):
         args = "".join(f", {k}={_literal(v)}" for k, v in params.items())
-        lines.append(f"    # {i}. {describe_step(name, params)}")
+        if not compact:
+            lines.append(f"    # {i}. {describe_step(name, params)}")
         lines.append(f"    table = {name}(table{args})")
     lines.append("    return table")
     return "\n".join(lines) + "\n"
+
+
+def strip_history(code: str) -> str:
+    """``code`` without the synthesizer's bookkeeping lines (``# program:`` / ``# tried:``): what a
+    distilled model is shown and trained on, since the keys mean nothing to it."""
+    return "".join(line for line in code.splitlines(keepends=True)
+                   if not line.startswith(("# program: ", "# tried: ")))
 
 
 def read_history(code: str | None) -> tuple[tuple | None, list[str]]:
