@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from controller.env.registry import ordered as ordered_policies
+from controller.env.registry import REGISTRY, ordered as ordered_policies
 from controller.report.figures import COST_UNITS
 from controller.report.fmt import policy_row, ci_pct, exact, num, p_value, pct, policy_headers, pp, splits, table
 from controller.report.split_seeds import render_split_seeds, split_seed_note
 
+# the learners retrained for every seed, read off the registry (no hand list)
+SEEDED = tuple(n for n, sp in REGISTRY.items() if sp.seeded)
 
-def _seeds(s: Mapping) -> list[str]:
+
+def seeds_md(s: Mapping) -> list[str]:
     seeds = s.get("seeds") or {}
     if not seeds:
         return []
@@ -51,7 +54,7 @@ def seed_claims(s: Mapping) -> list[str]:
     pr, tests = s.get("policy_results") or {}, (s.get("paired_tests") or {}).get("test") or {}
     seeds = s.get("seeds") or {}
     out = []
-    for p in ("learned_rule", "learned_rule_dagger", "lora_seq_policy", "lora_dagger", "lora_shuffled_seq"):
+    for p in SEEDED:  # the registry's learners retrained per seed
         if p not in pr or "test" not in pr[p]:
             continue
         per = (seeds.get(p) or {}).get("test") or {}
@@ -108,7 +111,7 @@ def seed_claims(s: Mapping) -> list[str]:
     return out
 
 
-def _learned_rule(s: Mapping) -> list[str]:
+def learned_rule_md(s: Mapping) -> list[str]:
     rule = s.get("learned_rule")
     if not rule:
         return []
@@ -141,7 +144,7 @@ def _learned_rule(s: Mapping) -> list[str]:
     return out
 
 
-def _dagger(s: Mapping) -> list[str]:
+def dagger_md(s: Mapping) -> list[str]:
     dagger = s.get("dagger") or {}
     k = ((s.get("config") or {}).get("rollout") or {}).get("program_samples") or 1
     if dagger and k <= 1:  # every reachable state is on the recorded chain: nothing for DAgger to add
@@ -175,7 +178,7 @@ def _dagger(s: Mapping) -> list[str]:
             "trajectories (`learned_rule_bc_oracle`, same data).", ""] + out
 
 
-def _cross_check(s: Mapping) -> list[str]:
+def cross_check_md(s: Mapping) -> list[str]:
     """With --program-samples K > 1: does a cross-check raise the precision of committed programs,
     and at what cost (generations, resamples, search nodes)?"""
     res = s.get("policy_results") or {}
@@ -201,7 +204,7 @@ def _cross_check(s: Mapping) -> list[str]:
          "Resamples", "Search nodes"], rows)
 
 
-def _cv(s: Mapping) -> list[str]:
+def cv_md(s: Mapping) -> list[str]:
     cv = s.get("cv") or {}
     if not cv.get("pooled") and not cv.get("folds"):
         return []
@@ -233,7 +236,7 @@ def _cv(s: Mapping) -> list[str]:
     return out
 
 
-def _frontier(s: Mapping) -> list[str]:
+def frontier_md(s: Mapping) -> list[str]:
     out = []
     for learner, front in (s.get("frontier") or {}).items():
         points = front.get("points") or []
