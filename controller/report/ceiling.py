@@ -47,4 +47,12 @@ def ceiling_md(s: Mapping) -> list[str]:
         out += table(["model", "generations saved", "share of gap", "cases lost vs always-tool"],
                      [[r["model"], r["saved_generations"], _pct(r["gap_share"]), r["lost"]] for r in c["out_of_sample"]])
         out += [f"Out-of-sample ceiling (best share with no case lost): {_pct(c.get('ceiling_share'))}.", ""]
+    if c.get("risk_controlled"):
+        r0 = c["risk_controlled"][0]
+        out += [f"Risk-controlled selection (the selection a no-loss claim calls for): Learn-Then-Test on the inner "
+                f"folds, one threshold per outer fold, the loosest whose Clopper-Pearson upper bound (level "
+                f"{r0['delta']:g}) on the share of cases lost stays within {r0['margin']:g}; held-out families:", ""]
+        out += table(["model", "generations saved", "share of gap", "cases lost", "share lost"],
+                     [[r["model"], r["saved_generations"], _pct(r["gap_share"]), r["lost"], f"{100 * r['lost_share']:.1f}%"]
+                      for r in c["risk_controlled"]])
     return out

@@ -28,6 +28,11 @@ At K > 1 the ceiling covers the always-tool chain (sample 0) only: resampling an
 chosen sample are levers it does not count (``commit_any_sample`` and the headroom's
 ``passing_right_commit_wrong`` do).
 
+``risk_controlled``: the no-loss claim's own selection rule, Learn-Then-Test on the inner folds:
+per outer fold one threshold on the inner out-of-fold scores, the loosest whose Clopper-Pearson
+upper bound (level delta) on the share of cases lost stays within the margin (fixed-sequence
+testing from the strictest threshold), applied to the held-out families.
+
 Reads ``hidden`` to label (this is analysis); every feature is ``visible_state``'s.
 """
 from __future__ import annotations
@@ -148,7 +153,23 @@ def _pure_leaf_stops(X: np.ndarray, y: np.ndarray, w: np.ndarray, depth: int, se
     return np.array([lf not in bad for lf in leaves])
 
 
-def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0) -> dict:
+def ltt_threshold(rows: Sequence[dict], scores: np.ndarray, margin: float, delta: float) -> float:
+    """Learn-Then-Test by fixed sequence: thresholds from strict to loose on calibration scores; each
+    is accepted while the Clopper-Pearson upper bound (level ``delta``) of the share of cases lost by
+    stopping above it stays at or below ``margin``; the loosest accepted one (inf: none accepted)."""
+    from controller.study.stats import clopper_pearson
+    n = len({r["case_id"] for r in rows})
+    best = np.inf
+    for t in sorted(set(scores[np.isfinite(scores)].tolist()), reverse=True):
+        _, lost = _policy_savings(rows, scores >= t)
+        if clopper_pearson(lost, n, delta)[1] > margin:
+            break
+        best = t
+    return best - 1e-12 if np.isfinite(best) else np.inf
+
+
+def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0, margin: float = 0.02,
+                  delta: float = 0.05) -> dict:
     """``ceiling`` summary key over the scored, assigned records (pooled over train, dev and test)."""
     recs = [r for r in records if r.get("split") in ("train", "dev", "test") and r["hidden"]["answer"] is not None]
     by_id = {r["case_id"]: r for r in recs}
@@ -159,7 +180,7 @@ def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0) 
     gap = sum(s for _, s in earliest.values())
     out: dict = {"n": len(recs), "families": len({r["family"] for r in recs}), "always_tool_generations": always,
                  "gap_generations": gap, "commit_direct_wins": commit_wins, "folds": 0, "points": [],
-                 "in_sample": [], "separability": [], "out_of_sample": [], "ceiling_share": 0.0,
+                 "in_sample": [], "separability": [], "out_of_sample": [], "risk_controlled": [], "ceiling_share": 0.0,
                  "best_share_any_loss": None}
     if not rows:
         return out
@@ -191,7 +212,9 @@ def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0) 
     for name in MODELS:
         oof = np.full(len(rows), np.nan)
         stop = np.zeros(len(rows), dtype=bool)
+        stop_ltt = np.zeros(len(rows), dtype=bool)
         for tr, te in splits:
+            inner = np.full(len(rows), np.nan)
             for p in set(pts.tolist()):
                 a, b = tr[pts[tr] == p], te[pts[te] == p]
                 if not len(b):
@@ -201,14 +224,21 @@ def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0) 
                     continue
                 _, s_te = _fit_scores(name, X[a], y[a], X[b], seed)
                 oof[b] = s_te
-                unsafe = _inner_scores(name, X[a], y[a], fams[a], seed)[~y[a]]
+                inner[a] = _inner_scores(name, X[a], y[a], fams[a], seed)
+                unsafe = inner[a][~y[a]]
                 thr = unsafe.max() if len(unsafe) else -np.inf
                 stop[b] = s_te > thr
+            t = ltt_threshold([rows[i] for i in tr], np.nan_to_num(inner[tr], nan=-np.inf), margin, delta)
+            stop_ltt[te] = oof[te] > t
         for p in sorted(set(pts.tolist())):
             m = pts == p
             out["separability"].append({"model": name, "point": int(p), "auc": _auc(y[m], oof[m])})
         saved, lost = _policy_savings(rows, stop)
         out["out_of_sample"].append({"model": name, "saved_generations": saved, "lost": lost, "gap_share": share(saved)})
+        saved, lost = _policy_savings(rows, stop_ltt)
+        out["risk_controlled"].append({"model": name, "saved_generations": saved, "lost": lost,
+                                       "lost_share": lost / len(recs), "gap_share": share(saved),
+                                       "margin": margin, "delta": delta})
     zero = [r["gap_share"] for r in out["out_of_sample"] if r["lost"] == 0]
     out["ceiling_share"] = max(zero, default=0.0)
     best = max(out["out_of_sample"], key=lambda r: r["gap_share"])

@@ -51,6 +51,20 @@ def test_commit_direct_wins_and_out_of_family_ceiling():
     assert c["ceiling_share"] > 0.5 and "learnable out of family" in c["sentence"]
     md = "\n".join(ceiling_md({"ceiling": c}))
     assert "the ceiling" in md and "start (before write)" in md and "Out-of-sample ceiling" in md
+    assert "Learn-Then-Test" in md and len(c["risk_controlled"]) == 3
+    assert all(r["lost_share"] <= 1 for r in c["risk_controlled"])
+
+
+def test_ltt_threshold_accepts_only_thresholds_within_the_risk_bound():
+    import numpy as np
+    from controller.study.ceiling import ltt_threshold
+    rows = [{"case_id": f"c{i}", "point": 0, "remaining": 1, "lost_if_stop": int(i < 2)} for i in range(400)]
+    scores = np.array([0.1 if i < 2 else 0.9 for i in range(400)])
+    # stopping above 0.9 loses nothing (bound 3/400 < 0.02); going down to 0.1 loses 2 of 400
+    assert ltt_threshold(rows, scores, margin=0.02, delta=0.05) < 0.1  # 2/400: upper bound ~0.016, accepted
+    assert 0.1 < ltt_threshold(rows, scores, margin=0.01, delta=0.05) < 0.9  # at 0.01 only the strict one passes
+    few = rows[:20]
+    assert ltt_threshold(few, scores[:20], margin=0.02, delta=0.05) == np.inf  # 20 cases: even 0 lost fails
 
 
 def test_report_puts_the_ceiling_after_headroom_and_before_the_answer():
