@@ -12,8 +12,9 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # version 1 records are upgraded on read (``upgrade_record``)
+SCHEMA_VERSION = 3  # v3: optional per-generation ``logprobs`` and ``parse.wrapper``
+READABLE_VERSIONS = (1, 2, 3)  # version 1 records are upgraded on read (``upgrade_record``);
+# a version 2 record is a valid version 3 record as it is (it lacks only the optional fields)
 _SCHEMA_PATH = Path(__file__).parent / "schemas" / "trace.schema.json"
 
 
@@ -66,7 +67,7 @@ def upgrade_record(record: dict) -> dict:
     """
     if record.get("schema_version") != 1:
         return record
-    out = dict(record, schema_version=SCHEMA_VERSION)
+    out = dict(record, schema_version=2)
     if "samples" in record:
         out["samples"] = [[r] for r in record["samples"]]
         out["sample_repairs"] = 0

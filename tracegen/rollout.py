@@ -188,6 +188,15 @@ def _direct_wave(backend: Backend, attempts: list[_Attempt], gens: _Generations 
             "finish_reason": comp.finish_reason,
             "search_nodes": int(getattr(comp, "search_nodes", 0)),
         }
+        _logprobs_into(a.direct, comp)
+
+
+def _logprobs_into(part: dict, comp) -> None:
+    """The completion's token log-probability statistics, when its backend gave any (schema v3);
+    a backend that records none (synth) leaves the key out: absent, never a made-up zero."""
+    lp = getattr(comp, "logprobs", None)
+    if lp is not None:
+        part["logprobs"] = dict(lp)
 
 
 def _check_programs(sandbox, attempts: list[_Attempt], reqs: list[GenerationRequest], comps: list,
@@ -225,6 +234,7 @@ def _check_programs(sandbox, attempts: list[_Attempt], reqs: list[GenerationRequ
             "gen_ms": round(comp.latency_ms, 3), "finish_reason": comp.finish_reason,
             "search_nodes": int(comp.search_nodes),
         }
+        _logprobs_into(rnd, comp)
         out.append((rnd, round_feedback(a.task, rnd)))
     return out
 

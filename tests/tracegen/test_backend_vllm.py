@@ -98,7 +98,7 @@ def test_one_chat_call_per_wave_with_per_request_seeds(monkeypatch):
     convs, params, tmpl = calls["chat"][0]
     assert convs == [r.messages for r in reqs] and tmpl == {"enable_thinking": True}
     assert [p.kw["seed"] for p in params] == [10, 11, 10]
-    assert params[0].kw == {"temperature": 0.5, "top_p": 0.9, "max_tokens": 64, "seed": 10}
+    assert params[0].kw == {"temperature": 0.5, "top_p": 0.9, "max_tokens": 64, "seed": 10, "logprobs": 0}
     assert params[0].top_k == 20 and params[0].repetition_penalty == 1.05  # the model's defaults kept
     assert [(c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason) for c in out] == [
         ("out0", 3, 1, "stop"), ("out1", 4, 2, "length"), ("out2", 5, 3, "stop")]

@@ -28,7 +28,7 @@ from typing import Iterator
 
 from .base import Backend, Completion, GenerationRequest, PartialGeneration
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # v3: completions carry their logprobs (a v2 entry would trace without them)
 _SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "seed", "max_new_tokens", "enable_thinking",
                     "chat_template_kwargs", "load_in_4bit", "dtype")
 _TRANSPORT_ONLY = ("retry_base_s", "retry_max_s", "fail_threshold", "probe_after_s")  # change no output

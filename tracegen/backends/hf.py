@@ -16,6 +16,12 @@ outputs and independent samples of one prompt differ; a different batch split (a
 own generation config (0, no top-k, when it sets none: what vLLM and servers do; transformers
 alone would fall back to 50). Greedy decoding does not depend on the split beyond padding numerics.
 
+Log-probabilities: a logits processor that changes nothing keeps, at each decoding step, the
+log-softmax of the model's next-token scores (after the generation config's own processors,
+before temperature, top-k and top-p) at the token chosen, so each completion carries the
+statistics of its answer's tokens, the stop token left out (``backends/logprobs.py``); one
+gather per step, no full-vocabulary history is kept.
+
 Progress: while ``on_request_done`` or ``on_decode_step`` is set (the rollout sets them), a
 stopping criterion that never stops anything watches each decoding step: it reports every
 sequence of the batch that has just produced a stop token, so a long batch shows its requests
@@ -35,6 +41,7 @@ from tracegen.models import resolve_model
 
 from ._tokens import default_top_k, folder_identity, load_model, opens_thinking, render_chat, split_completion
 from .base import Backend, BackendConfig, Completion, GenerationRequest
+from .logprobs import logprob_stats
 from tracegen.errors import ConfigError
 
 
@@ -96,20 +103,27 @@ class HFBackend(Backend):
             from transformers import StoppingCriteriaList
 
             kwargs["stopping_criteria"] = StoppingCriteriaList([watch])
+        from transformers import LogitsProcessorList
+
+        lp_watch = logprob_watch()
+        kwargs["logits_processor"] = LogitsProcessorList([lp_watch])
         t0 = time.perf_counter()
         with torch.inference_mode():
             generated = m.model.generate(**enc, **kwargs)
         per_ms = (time.perf_counter() - t0) * 1000.0 / len(prompts)
         self.report_done(len(prompts) - (watch.reported if watch is not None else 0))  # cut at the limit
-        new = generated[:, enc["input_ids"].shape[1] :].tolist()
+        new_ids = generated[:, enc["input_ids"].shape[1] :]
+        token_lp = lp_watch.finish(new_ids).tolist()  # [row][step]
+        new = new_ids.tolist()
         prompt_tokens = enc["attention_mask"].sum(dim=1).tolist()
         completions = []
-        for prompt, row, n_prompt in zip(prompts, new, prompt_tokens):
+        for prompt, row, n_prompt, lps in zip(prompts, new, prompt_tokens, token_lp):
             ids, n_done, finish = split_completion(row, m.stop_ids)
             text = m.tokenizer.decode(ids, skip_special_tokens=True)
             if opens_thinking(prompt) and not text.lstrip().startswith("<think>"):
                 text = "<think>\n" + text  # the template opened it: the turn starts inside it
-            completions.append(Completion(text, int(n_prompt), n_done, per_ms, finish))
+            completions.append(Completion(text, int(n_prompt), n_done, per_ms, finish,
+                                          logprobs=logprob_stats(lps[:len(ids)], "hf")))
         return completions
 
     def close(self) -> None:
@@ -119,6 +133,35 @@ class HFBackend(Backend):
 
             del loaded
             torch.cuda.empty_cache()
+
+
+def logprob_watch():
+    """A transformers ``LogitsProcessor`` that returns the scores unchanged and records, per row,
+    the log-probability of each token generated; ``finish(new_ids)`` adds the last token's and
+    returns a [rows, new tokens] tensor."""
+    import torch
+    from transformers import LogitsProcessor
+
+    class LogprobWatch(LogitsProcessor):
+        def __init__(self) -> None:
+            self.prev = None
+            self.steps: list = []
+
+        def __call__(self, input_ids, scores):
+            if self.prev is not None:  # the token chosen after the previous step's scores
+                self.steps.append(self.prev.gather(1, input_ids[:, -1:]).squeeze(1))
+            self.prev = torch.log_softmax(scores.float(), dim=-1)
+            return scores
+
+        def finish(self, new_ids):
+            if self.prev is not None and len(self.steps) < new_ids.shape[1]:
+                self.steps.append(self.prev.gather(1, new_ids[:, len(self.steps):len(self.steps) + 1]).squeeze(1))
+            self.prev = None
+            if not self.steps:
+                return torch.zeros((new_ids.shape[0], 0))
+            return torch.stack(self.steps, dim=1).cpu()
+
+    return LogprobWatch()
 
 
 def finish_watch(stop_ids: list[int], report, step=None):

@@ -32,6 +32,12 @@ models); ``config.chat_template_kwargs = False`` (``--no-chat-template-kwargs``)
 for servers that reject unknown fields. ``top_k`` is sent only when ``config.top_k`` is set, so
 the server applies the model's generation config otherwise (as the offline backends do). The
 served model's id, root and context length from ``/models`` are its ``identity()`` for the cache. A separate ``reasoning_content`` in the answer is kept as a leading ``<think>`` block.
+
+Log-probabilities: every request asks for ``logprobs`` (the chosen tokens' log-probabilities);
+their statistics ride on the completion (``backends/logprobs.py``). A server that refuses the
+field (HTTP 400/422 naming it) is asked again without it, once for the run, and a server that
+ignores it answers without them: either way the completion's ``logprobs`` says
+``unavailable`` and why, never a made-up statistic.
 Latency is each request's own wall time, retries included.
 """
 from __future__ import annotations
@@ -52,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .base import Backend, BackendConfig, Completion, GenerationRequest, PartialGeneration
+from .logprobs import logprob_stats, unavailable
 from tracegen.errors import ConfigError
 
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
@@ -222,6 +229,7 @@ class OpenAIBackend(Backend):
                           float(config.extra.get("probe_after_s", 10.0)))
         self._served: dict = {}
         self._wall_s = 0.0
+        self._logprobs_refused: str | None = None  # why the server would not take ``logprobs``
         self._check_models()
 
     # ------------------------------------------------------------------ http
@@ -323,7 +331,17 @@ class OpenAIBackend(Backend):
             body["top_k"] = cfg.top_k  # vLLM/SGLang extension; unset: the model's generation config
         if cfg.chat_template_kwargs and cfg.extra.get("send_chat_template_kwargs", True):
             body["chat_template_kwargs"] = {"enable_thinking": cfg.enable_thinking}
+        if self._logprobs_refused is None:
+            body["logprobs"] = True  # the chosen tokens' log-probabilities (the confidence signal)
         return body
+
+    def _refuses_logprobs(self, code: int, text: str, body: dict) -> bool:
+        """Did the server refuse the ``logprobs`` field? Then it is left out from now on."""
+        if code not in (400, 422) or "logprobs" not in body or "logprob" not in text.lower():
+            return False
+        self._logprobs_refused = f"the server refused the logprobs field (HTTP {code}: {text[:120]})"
+        body.pop("logprobs")
+        return True
 
     def _give_up(self, url: str, attempts: int, why: str) -> EndpointError:
         if len(self.urls) == 1:
@@ -350,11 +368,15 @@ class OpenAIBackend(Backend):
                 answer = _completion(self._call(ep.url, "POST", "/chat/completions", body), 0.0)
             except urllib.error.HTTPError as e:
                 if e.code not in _RETRY_STATUS:
+                    text = _error_text(e)
+                    if self._refuses_logprobs(e.code, text, body):
+                        tried.discard(ep.url)
+                        continue  # the same request without logprobs: not a failure of the endpoint
                     self.pool.answered(ep, f"HTTP {e.code}")
                     if e.code == 404:
                         raise EndpointError(f"{ep.url}/chat/completions answered 404 (wrong model name "
-                                            f"{self.config.model!r} or wrong --base-url?): {_error_text(e)}") from None
-                    raise EndpointError(f"{ep.url}/chat/completions answered HTTP {e.code}: {_error_text(e)}") from None
+                                            f"{self.config.model!r} or wrong --base-url?): {text}") from None
+                    raise EndpointError(f"{ep.url}/chat/completions answered HTTP {e.code}: {text}") from None
                 kind, why, retry_after = f"HTTP {e.code}", f"HTTP {e.code}", e.headers.get("Retry-After")
             except _TRANSIENT as e:
                 reason = getattr(e, "reason", e)
@@ -371,6 +393,8 @@ class OpenAIBackend(Backend):
             time.sleep(self._backoff(waits, retry_after))
             waits += 1
         answer.latency_ms = (time.perf_counter() - t0) * 1000.0
+        if answer.logprobs is None:
+            answer.logprobs = unavailable(self._logprobs_refused or "the server answered without logprobs", "openai")
         return answer
 
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
@@ -424,7 +448,18 @@ def _completion(answer: dict, latency_ms: float) -> Completion:
         text = f"<think>\n{reasoning}\n</think>\n\n{text}"
     usage = answer.get("usage") or {}
     return Completion(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
-                      latency_ms, finish)
+                      latency_ms, finish, logprobs=_choice_logprobs(choice))
+
+
+def _choice_logprobs(choice: dict) -> dict | None:
+    """The statistics of a choice's ``logprobs.content`` (None when the server sent none)."""
+    content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
+    if not isinstance(content, list) or not content:
+        return None
+    vals = [t.get("logprob") for t in content if isinstance(t, dict)]
+    if not vals or any(not isinstance(v, (int, float)) for v in vals):
+        return None
+    return logprob_stats(vals, "openai")
 
 
 def _error_text(e: urllib.error.HTTPError) -> str:

@@ -37,6 +37,7 @@ def _completion(part: dict) -> Completion:
         latency_ms=float(part.get("gen_ms") or 0.0),
         finish_reason=part.get("finish_reason") or "stop",
         cached=True,
+        logprobs=dict(part["logprobs"]) if isinstance(part.get("logprobs"), dict) else None,  # kept as traced
     )
 
 

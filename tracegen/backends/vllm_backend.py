@@ -46,8 +46,26 @@ import time
 from tracegen.models import resolve_model
 
 from ._tokens import folder_identity, opens_thinking
+from .logprobs import logprob_stats
 from .base import Backend, BackendConfig, Completion, GenerationRequest
 from tracegen.errors import ConfigError
+
+
+def _token_logprobs(gen) -> dict | None:
+    """The statistics of the chosen tokens' log-probabilities of one vLLM output (vLLM returns
+    them before temperature and top-k by default), the stop token left out; None without any."""
+    steps, ids = getattr(gen, "logprobs", None), list(gen.token_ids or [])
+    if not steps:
+        return None
+    vals = []
+    for tok, step in zip(ids, steps):
+        entry = step.get(tok) if isinstance(step, dict) else None
+        if entry is None:
+            return None
+        vals.append(getattr(entry, "logprob", entry))
+    if gen.finish_reason == "stop" and not isinstance(getattr(gen, "stop_reason", None), str) and vals:
+        vals = vals[:-1]  # stopped at a stop token (an EOS or stop_token_ids), which is not the answer
+    return logprob_stats(vals, "vllm")
 
 
 def _import_vllm():
@@ -99,6 +117,7 @@ class VLLMBackend(Backend):
         params.max_tokens, params.seed = cfg.max_new_tokens, cfg.seed + request.sample
         if cfg.top_k is not None:
             params.top_k = cfg.top_k
+        params.logprobs = 0  # the chosen token's log-probability per step (the confidence signal)
         return params
 
     def _template_kwargs(self) -> dict | None:
@@ -131,7 +150,8 @@ class VLLMBackend(Backend):
             # LLM.chat reports the rendered prompt on its output; the async engine path keeps its own
             if opens_thinking(prompt or getattr(o, "prompt", None) or "") and not text.lstrip().startswith("<think>"):
                 text = "<think>\n" + text
-            completions.append(Completion(text, len(o.prompt_token_ids or []), len(gen.token_ids), per_ms, finish))
+            completions.append(Completion(text, len(o.prompt_token_ids or []), len(gen.token_ids), per_ms, finish,
+                                          logprobs=_token_logprobs(gen)))
         return completions
 
     def close(self) -> None:
