@@ -271,6 +271,23 @@ def _features(view: dict) -> dict[str, float]:
         for e in ERRORS:
             f[f"err_{e}"] = float(last["visible"]["error"] == e)
     f.update(_tree_features(view, direct))
+    f.update(_logprob_features(view))
+    return f
+
+
+def _logprob_features(view: dict) -> dict[str, float]:
+    """The model's confidence (token log-probabilities, schema v3) of the direct answer and of the
+    latest revealed program, only where the trace recorded them: a feature is absent (never 0)
+    for synth traces, older traces, a server that gave none, or before a program is revealed."""
+    from tracegen.backends.logprobs import recorded
+
+    f = {}
+    for prefix, part in (("direct", view["direct"]), ("last", view["rounds"][-1] if view["rounds"] else None)):
+        lp = recorded(part)
+        if lp is not None:
+            f[f"{prefix}_logprob_mean"] = float(lp["mean"])
+            f[f"{prefix}_logprob_min"] = float(lp["min"])
+            f[f"{prefix}_logprob_tokens"] = float(lp["tokens"])
     return f
 
 
@@ -345,6 +362,17 @@ TREE_FEATURE_NAMES: tuple[str, ...] = (
     "commit_cols_match_example", "commit_rows_vs_ratio", "alternatives", "alt_support", "alt_support_share",
     "alt_equals_direct", "alt_direct_agreement", "alt_cols_match_example", "alt_rows_vs_ratio")
 ALL_FEATURE_NAMES = FEATURE_NAMES + TREE_FEATURE_NAMES
+# Confidence features (``_logprob_features``): in ``State.features`` only where the trace recorded
+# token log-probabilities, absent otherwise (a learner that reads them must handle a missing one:
+# ``confidence_vector`` gives NaN, never 0); not in the names above, so learners trained on traces
+# without them are unchanged.
+LOGPROB_FEATURE_NAMES: tuple[str, ...] = tuple(
+    f"{p}_logprob_{s}" for p in ("direct", "last") for s in ("mean", "min", "tokens"))
+
+
+def confidence_vector(state) -> list[float]:
+    """``LOGPROB_FEATURE_NAMES`` of a state, NaN where not recorded."""
+    return [float(state.features.get(n, float("nan"))) for n in LOGPROB_FEATURE_NAMES]
 
 
 def features_for(states) -> tuple[str, ...]:
@@ -390,6 +418,9 @@ def render(view: dict, features: dict[str, float], valid: tuple[str, ...]) -> st
     shown = RENDERED_FEATURES | {f"err_{e}" for e in ERRORS}
     rest = [n for n in (ALL_FEATURE_NAMES if tree else FEATURE_NAMES) if n not in shown and n in features]
     lines.append("features: " + " ".join(f"{n}={features[n]:.2g}" for n in rest))
+    conf = [n for n in LOGPROB_FEATURE_NAMES if n in features]
+    if conf:  # only traces with token log-probabilities: the rendering of the others is unchanged
+        lines.append("confidence: " + " ".join(f"{n}={features[n]:.3g}" for n in conf))
     lines.append("valid: " + " ".join(valid))
     return "\n".join(lines)
 
@@ -410,4 +441,5 @@ def visible_state(record: dict, revealed) -> State:
     valid = valid_actions(view)
     feats = _features(view)
     full = {name: float(feats.get(name, 0.0)) for name in ALL_FEATURE_NAMES}
+    full.update({name: feats[name] for name in LOGPROB_FEATURE_NAMES if name in feats})  # absent: not recorded
     return State(record["case_id"], sum(pos), valid, full, render(view, feats, valid), pos)

@@ -101,3 +101,30 @@ def test_lora_policy_ignores_hidden_answers(tmp_path):
     a, b = _audit(tmp_path, lora=True)
     for policy in ("lora_seq_policy",):
         assert {k: v[0] for k, v in a[policy].items()} == {k: v[0] for k, v in b[policy].items()}
+
+
+def test_confidence_features_read_only_what_is_revealed():
+    """The token log-probability features (schema v3) come from the direct answer and the revealed
+    rounds alone: changing the hidden answer, or a round not yet revealed, changes nothing; a trace
+    without them gives no such feature (absent, never 0)."""
+    import copy
+
+    from controller.env.state import LOGPROB_FEATURE_NAMES, confidence_vector, visible_state
+    from tracefactory import make_record
+
+    plain = make_record(rounds=[(False, [["x"]]), (True, [["y"]])])
+    rec = copy.deepcopy(plain)
+    rec["schema_version"] = 3
+    rec["direct"]["logprobs"] = {"mean": -0.7, "min": -3.0, "sum": -7.0, "tokens": 10, "source": "hf"}
+    for i, r in enumerate(rec["rounds"]):
+        r["logprobs"] = {"mean": -0.1 * (i + 1), "min": -1.0 - i, "sum": -1.0, "tokens": 5, "source": "hf"}
+    s0, s1 = visible_state(rec, 0), visible_state(rec, 1)
+    assert s0.features["direct_logprob_mean"] == -0.7 and "last_logprob_mean" not in s0.features
+    assert s1.features["last_logprob_min"] == -1.0 and "confidence: " in s1.text
+    swapped = copy.deepcopy(rec)
+    swapped["hidden"] = {"answer": [["other"]], "direct_exact": True, "rounds": [{"hidden_exact": True}] * 2}
+    swapped["rounds"][1]["logprobs"]["mean"] = -9.0  # round 1 is not revealed at step 1
+    assert visible_state(swapped, 1).features == s1.features and visible_state(swapped, 0).features == s0.features
+    none = visible_state(plain, 1)
+    assert not any(n in none.features for n in LOGPROB_FEATURE_NAMES) and "confidence" not in none.text
+    assert all(v != v for v in confidence_vector(none))  # NaN, not a fake zero
