@@ -224,6 +224,13 @@ def train(cfg: SftConfig) -> dict:
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(train_rows),
                          processing_class=tok, peft_config=peft_config,
                          callbacks=[_progress_callback(log_path, total)])
+    kept = len(trainer.train_dataset)
+    print(f"sft: {kept} of {len(train_rows)} rows to train on (TRL drops a row whose completion the length cuts "
+          f"away entirely), {max_length} tokens each at most, {cfg.batch_size * cfg.grad_accum} rows a step"
+          + (f"; resuming from {resume_from}" if resume_from else ""), file=sys.stderr, flush=True)
+    if not kept:
+        raise SftInputError(f"--max-length {max_length}: every row's completion lies past it (give a longer one, "
+                            "or 0 for the export's own)")
     t0 = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume_from)
     seconds = time.perf_counter() - t0
@@ -234,7 +241,8 @@ def train(cfg: SftConfig) -> dict:
     tok.save_pretrained(str(out))
     summary = {"steps": trainer.state.global_step, "seconds": round(seconds, 1),
                "train_loss": round(float(result.training_loss), 4), "model": str(out), "resumed_from": resume_from,
-               "max_length": max_length, "gradient_checkpointing": checkpointing, "rows": len(train_rows)}
+               "max_length": max_length, "gradient_checkpointing": checkpointing, "rows": len(train_rows),
+               "rows_trained": kept}
     (out / "sft_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
