@@ -215,7 +215,8 @@ def describe(exc: BaseException) -> str:
 
 
 # Also what allowed modules import lazily through the caller's builtins (``_strptime``).
-_IMPORTABLE = policy.ALLOWED_MODULES | {name.split(".")[0] for name in policy.PRELOAD}
+_IMPORTABLE = (policy.ALLOWED_MODULES | policy.DIRECTIVES
+               | {name.split(".")[0] for name in policy.PRELOAD})
 
 
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):

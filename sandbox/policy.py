@@ -6,6 +6,10 @@ The check is a courtesy: it answers ``forbidden`` with a message a model can act
 the child's kernel-level limits (see ``_child.py``), and the red-team tests run hostile code with
 the check switched off to show that.
 
+Accepted import spellings: ``import M``, ``import M.sub``, ``import M as x``, ``import M.sub as
+x``, ``from M import name``, ``from M.sub import name as x`` for an allowed ``M`` (or submodule
+such as ``urllib.parse``), ``from PKG import sub`` when ``PKG.sub`` is allowed (``from urllib
+import parse``), and ``from __future__ import ...`` anywhere.
 Covered: imports outside ``ALLOWED_MODULES`` (including relative ones), calls to the builtins
 that reach the file system, the interpreter or the caller's scope (``open``, ``exec``, ``eval``,
 ``__import__`` ...), and the dunder and frame attributes used to climb out of Python-level
@@ -39,8 +43,11 @@ ALLOWED_MODULES = frozenset({
 # What is imported in the worker: the allowed modules, the submodules a program names
 # (``urllib.parse``, ``os.path``, ``collections.abc``) and what allowed modules import lazily at
 # call time (``datetime.strptime`` needs ``_strptime``; codecs by name).
+# ``__future__`` is a compiler directive (``from __future__ import annotations`` tops much typed
+# Python): allowed everywhere, though not a module a program uses, so not in the prompt's list.
+DIRECTIVES = frozenset({"__future__"})
 PRELOAD = tuple(sorted(ALLOWED_MODULES)) + (
-    "_strptime", "collections.abc", "json.decoder", "json.encoder", "os.path",
+    "__future__", "_strptime", "collections.abc", "json.decoder", "json.encoder", "os.path",
     "html.entities", "html.parser", "encodings.idna", "encodings.latin_1", "encodings.cp1252",
     "encodings.utf_16", "encodings.utf_32", "encodings.ascii", "encodings.unicode_escape",
     "encodings.raw_unicode_escape", "encodings.base64_codec", "encodings.hex_codec")
@@ -92,7 +99,8 @@ def quick_pass(source: str) -> bool:
     for names, module in imports:
         roots = [module] if module else [n.split()[0].split(".")[0] for n in names.split(",")
                                          if n.strip()]
-        if not roots or not all(root in ALLOWED_MODULES for root in roots):
+        if not roots or not all(root in ALLOWED_MODULES or root in DIRECTIVES
+                                for root in roots):
             return False
     return True
 
@@ -126,7 +134,9 @@ def check(tree) -> str | None:
         elif isinstance(node, _ast.ImportFrom):
             if node.level or not node.module:
                 return f"relative imports are not allowed (line {line})"
-            if not _allowed(node.module):
+            if not _allowed(node.module) and not all(
+                    alias.name != "*" and _allowed(f"{node.module}.{alias.name}")
+                    for alias in node.names):  # ``from urllib import parse``
                 return _import_message(node.module, line)
         elif isinstance(node, _ast.Name) and node.id in FORBIDDEN_NAMES:
             return f"use of '{node.id}' is not allowed (line {line}); {_HINT}"
@@ -136,8 +146,10 @@ def check(tree) -> str | None:
 
 
 def _allowed(name: str) -> bool:
-    """``json``, ``json.decoder``, ``urllib.parse``; not ``urllib`` or ``urllib.request``."""
-    return name in ALLOWED_MODULES or name.split(".")[0] in ALLOWED_MODULES
+    """``json``, ``json.decoder``, ``urllib.parse``, ``__future__``; not ``urllib`` or
+    ``urllib.request``."""
+    return (name in ALLOWED_MODULES or name in DIRECTIVES
+            or name.split(".")[0] in ALLOWED_MODULES)
 
 
 def _import_message(name: str, line) -> str:
