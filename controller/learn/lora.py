@@ -90,6 +90,11 @@ class LoraPolicyConfig:
         "help": "auto, first_token or sequence (see controller/learn/lora_scoring.py)"})
     eval_every: int = field(default=20, metadata={
         "help": "steps between dev-loss evaluations for early stopping (0: off; needs dev examples)"})
+    prompt: str = field(default="state", metadata={
+        "help": "state: the rendered visible features; task: the task before them (example tables, new input's "
+                "shape, direct answer, the program's output on the example, feedback; controller/learn/task_prompt.py; "
+                "raise --max-length, e.g. 768, or the task is cut)", "flag": "--lora-prompt",
+        "choices": ("state", "task")})
     patience: int = field(default=1, metadata={
         "help": "evaluations without a better dev loss before training stops (1: stop at the first "
                 "evaluation that does not improve; the best adapter is restored either way)"})
@@ -97,6 +102,7 @@ class LoraPolicyConfig:
     def __post_init__(self) -> None:
         for name in ("max_steps", "batch_size", "grad_accum", "lora_r", "patience", "eval_batch_size"):
             check(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
+        check(self.prompt in ("state", "task"), "prompt", f"must be state or task, got {self.prompt!r}")
         check(self.max_length >= 8, "max_length", f"must be >= 8, got {self.max_length}")
         check(self.learning_rate > 0, "learning_rate", f"must be > 0, got {self.learning_rate}")
         check(0 <= self.lora_dropout < 1, "lora_dropout", f"must be in [0, 1), got {self.lora_dropout}")
