@@ -17,6 +17,15 @@ Choosing among several answers: a fence or table introduced as an alternative ("
 ...") loses to the main answer when there is one; a helper ``def``/``import``/constant from an
 earlier fence that the chosen program uses is kept in front of it.
 
+Wrappers (``Parsed.wrapper``, recorded as the direct answer's ``parse.wrapper``, schema v3): how
+the chosen table was wrapped: ``none`` (the table alone), ``code_fence`` (in a fence, prose
+around it or not), ``json_key`` (a JSON object holding the table under one key, e.g.
+``{"output": [[...]]}``, bare or fenced: ``code_fence+json_key``), ``prose`` (text before the table),
+``trailing_text`` (the table first, an explanation after it), ``markdown_table``. Never ambiguous:
+when the answers left after dropping alternatives and restated examples hold two different
+tables (or an object holds tables under two keys), the parse fails ("ambiguous") rather than
+guess which one the model meant.
+
 Tables go through a small lenient reader rather than ``json.loads`` alone so that number cells
 keep the digits the model wrote (``3.50`` stays ``"3.50"``) and each repair can be named.
 """
@@ -24,7 +33,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .backends.base import Table
 
@@ -34,6 +43,7 @@ class Parsed:
     value: Table | str | None
     status: str  # "ok" | "repaired" | "failed" | "truncated_thinking"
     detail: str  # how it was repaired or why it failed, short
+    wrapper: str = field(default="", compare=False)  # tables: how the answer was wrapped (none, code_fence, json_key, ...); "" for code
 
 
 # a fence may be indented (inside a numbered list); its body is dedented by the opening's indent
@@ -215,14 +225,24 @@ def _read_cut(s: str) -> Parsed:
 _ASSIGN = re.compile(r"^\s*(?:[A-Za-z_]\w*\s*(?::[^=]+)?=|return)\s*(?=\[)")
 
 
+_JSON_KEY = re.compile(r"""^\{\s*(["'])(\w[\w \-]*)\1\s*:\s*(?=\[)""")
+_ANY_KEY = re.compile(r"""[{,]\s*(["'])\w[\w \-]*\1\s*:\s*\[\s*\[""")
+
+
 def _table_literal(body: str) -> str | None:
-    """The text from the table's '[' when a fence holds a table literal (alone, or as the value
-    of a first-line assignment or return: ``result = [[...]]``), else None (the fence is code)."""
+    """The text from the table's '[' when a fence holds a table literal (alone, as the value
+    of a first-line assignment or return: ``result = [[...]]``, or of a JSON object's key), else
+    None (the fence is code)."""
     stripped = body.lstrip()
     if stripped.startswith("["):
         return stripped
-    m = _ASSIGN.match(stripped)
+    m = _ASSIGN.match(stripped) or _JSON_KEY.match(stripped)
     return stripped[m.end():] if m else None
+
+
+def _json_object_keys(text: str) -> int:
+    """How many keys of a JSON object in ``text`` hold a table (``"k": [[``)."""
+    return len(_ANY_KEY.findall(text))
 
 
 def _candidates(text: str) -> list[tuple[str, str, str]]:
@@ -232,7 +252,8 @@ def _candidates(text: str) -> list[tuple[str, str, str]]:
     prev_end = 0
     for lang, body, _, start in _fences(text):
         if lang in ("", "json", "python", "py", "text", "plaintext") and _table_literal(body) is not None:
-            found.append((f"{lang or 'plain'} fence", _table_literal(body), _lead(text, start, prev_end)))
+            obj = "; json_key" if _JSON_KEY.match(body.lstrip()) else ""
+            found.append((f"{lang or 'plain'} fence{obj}", _table_literal(body), _lead(text, start, prev_end)))
         prev_end = start + 3
     if not found:
         # prose only: a '[' inside a code block (``out = []``) is code, not an answer
@@ -280,16 +301,41 @@ def parse_table(text: str) -> Parsed:
     if not main:
         md = _markdown_table(body)  # tried even when prose holds '[' that reads as no table
         if md is not None:
-            return Parsed(md, "repaired", "; ".join(x for x in (note, "markdown table read as rows") if x))
+            return Parsed(md, "repaired", "; ".join(x for x in (note, "markdown table read as rows") if x),
+                          "markdown_table")
     if not results:
         return Parsed(None, "failed", "no JSON table found")
     # The last table that reads wins: a restated example usually comes before the answer, and
     # an answer cut off at the token limit is still the answer.
     if main:
+        distinct = {repr(p.value) for _, p, _ in main if "cut off" not in p.detail} or {repr(main[-1][1].value)}
+        if len(distinct) > 1:
+            return Parsed(None, "failed", f"ambiguous: {len(distinct)} different tables, none marked as the answer")
+        if _json_object_keys(body) > 1:
+            return Parsed(None, "failed", "ambiguous: a JSON object holds tables under several keys")
         where, p, _ = main[-1]
         detail = "; ".join(x for x in (where, note, p.detail) if x)
-        return Parsed(p.value, p.status, detail)
+        return Parsed(p.value, p.status, detail, _wrapper(body, where))
     return Parsed(None, "failed", results[-1][1].detail)
+
+
+def _wrapper(body: str, where: str) -> str:
+    """How the chosen table was wrapped (module docstring)."""
+    if "fence" in where:
+        return "code_fence+json_key" if "json_key" in where else "code_fence"
+    text = body.strip()
+    m = _JSON_KEY.match(text)
+    if m:
+        return "json_key"
+    start = text.find("[")
+    r = _Reader(text[start:])
+    try:
+        r.array()
+    except (_Bad, _Cut):
+        return "prose" if start > 0 else "none"
+    if start > 0:
+        return "prose"
+    return "trailing_text" if text[start + r.i:].strip() else "none"
 
 
 # ----------------------------------------------------------------------------- code

@@ -181,7 +181,8 @@ def _direct_wave(backend: Backend, attempts: list[_Attempt], gens: _Generations 
         a.direct = {
             "raw": comp.text,
             "table": parsed.value if parsed.status != "failed" else None,
-            "parse": {"status": parsed.status, "detail": parsed.detail},
+            "parse": {"status": parsed.status, "detail": parsed.detail,
+                      **({"wrapper": parsed.wrapper} if parsed.wrapper else {})},
             "prompt_tokens": comp.prompt_tokens,
             "completion_tokens": comp.completion_tokens,
             "gen_ms": round(comp.latency_ms, 3),
