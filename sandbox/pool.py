@@ -161,6 +161,7 @@ class Sandbox:
         self.start_timeout_s = start_timeout_s
         self._pid = os.getpid()
         self._lock = threading.Lock()
+        self._closing = False  # set first by close(), from any thread
         _remove_stale(tempfile.gettempdir())
         self._tmp, self._lock_fd = _make_folder(tempfile.gettempdir())
         options = {"limits": limits.as_dict(), "ast_check": ast_check}
@@ -182,7 +183,13 @@ class Sandbox:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Kill every worker (and anything they started) and remove the temporary directory."""
+        """Kill every worker (and anything they started) and remove the temporary directory.
+
+        Safe from any thread: a call in progress (``iter_many`` in another thread) hands over
+        the results it has finished, then raises ``RuntimeError("this Sandbox is closed")``;
+        no worker is restarted after this.
+        """
+        self._closing = True
         self._finalizer()
 
     def __enter__(self) -> "Sandbox":
@@ -278,7 +285,7 @@ class Sandbox:
             raise ValueError(f"memory_mb must be at least {MIN_MEMORY_MB}")
         items = list(items)
         with self._lock:
-            if self.closed:
+            if self.closed or self._closing:
                 raise RuntimeError("this Sandbox is closed")
             if os.getpid() != self._pid:
                 raise RuntimeError("a Sandbox cannot be used after fork; create a new one")
@@ -308,6 +315,8 @@ class Sandbox:
         seen: dict[Worker, float] = {}
         try:
             while queue or busy:
+                if self._closing:
+                    raise RuntimeError("this Sandbox is closed")
                 # The garbage collector stays off while the parent reads and decodes: a
                 # collection walks every object the caller holds, and the time it takes made
                 # a waiting reply look like a stalled worker. Back on while the caller runs.
@@ -315,6 +324,10 @@ class Sandbox:
                 gc.disable()
                 try:
                     done = self._step(queue, idle, busy, requests, timeout_s, seen)
+                except Exception:
+                    if self._closing:  # closed from another thread under our feet
+                        raise RuntimeError("this Sandbox is closed") from None
+                    raise
                 finally:
                     if enabled:
                         gc.enable()
@@ -423,6 +436,8 @@ class Sandbox:
 
     def _restart(self, worker: Worker) -> None:
         worker.kill()
+        if self._closing:  # never start a worker on a closed pool
+            raise RuntimeError("this Sandbox is closed")
         self.restarts += 1
         for attempt in range(3):
             try:
