@@ -49,6 +49,7 @@ from ._worker import Worker, WorkerError
 from .result import OutputLimits, RunResult, clean_message, decode_message, decode_output
 
 GRACE_S = 2.0
+WALL_FACTOR = 5.0  # the worker's wall-clock backstop, as a multiple of the CPU limit (zygote.py)
 PIPELINE_BYTES = 16 << 10  # a request this small fits in a pipe behind a running one
 MAX_CODE_CHARS = 100_000
 MIN_MEMORY_MB = 16
@@ -362,7 +363,7 @@ class Sandbox:
         # decode) never counts against a worker: whatever it finds waiting when it comes back
         # is progress, and a big reply that had filled the pipe gets GRACE_S more for the rest.
         def expiry(worker):
-            return max(busy[worker][0][1] + timeout_s, seen[worker]) + GRACE_S
+            return max(busy[worker][0][1] + WALL_FACTOR * timeout_s, seen[worker]) + GRACE_S
 
         by_fd = {w.rfd: w for w in busy}
         wait_s = max(0.0, min(expiry(w) for w in busy) - time.monotonic())
