@@ -29,7 +29,7 @@ def _rng(d: Mapping | None, unit: str) -> str:
 
 def _tolerance(h: Mapping) -> str:
     ni = h.get("noninferiority") or {}
-    if not ni:
+    if "max_losses_tolerated" not in ni:  # a summary from before the no-loss bar was recorded
         return ""
     tol = ni.get("max_losses_tolerated")
     return (f"; its no-loss bar at n = {ni['n']} tolerates " + ("no case lost (even 0 lost fails)" if tol is None else
@@ -59,8 +59,10 @@ def results_block(s: Mapping, where: str = STUDY) -> str:
     dom = (s.get("comparators") or {}).get("dominance") or {}
     dom_text = (f" Another fixed policy dominates it pooled at {dom['dominated_seeds']} of {dom['n_seeds']} split seeds."
                 if dom.get("n_seeds") else "")
-    out += [f"**The best fixed policy**, chosen on each fold's train + dev among every repair budget and visible "
-            f"rule (the cheapest within the non-inferiority margin of the most accurate): {chosen}.{dom_text}", ""]
+    rule = ("among every repair budget and visible rule (the cheapest within the non-inferiority margin of the most "
+            "accurate)" if "cheapest" in str((s.get("best_fixed") or {}).get("criterion", ""))
+            else "(every repair budget and visible rule)")
+    out += [f"**The best fixed policy**, chosen on each fold's train + dev {rule}: {chosen}.{dom_text}", ""]
     diffs = ss.get("differences") or {}
     out += ["| policy (pooled CV, split seed 0) | right | program generations | vs best fixed over split seeds |",
             "|---|---|---|---|"]
