@@ -91,8 +91,13 @@ def flags(root_cls) -> dict[str, Flag]:
         negate = kind is bool and default is True
         name = meta.get("flag") or ("--no-" if negate else "--") + f.name.replace("_", "-")
         add(Flag(name, [path], kind, elem, default, meta["help"], negate, meta.get("repeat"),
-                 meta.get("choices"), meta.get("metavar"), meta.get("words")))
+                 _choices(meta.get("choices")), meta.get("metavar"), meta.get("words")))
     return out
+
+
+def _choices(choices) -> tuple | None:
+    """A field's ``choices``: a tuple, or a callable that reads a registry when the flags are built."""
+    return tuple(choices()) if callable(choices) else choices
 
 
 def _parse(flag: Flag, text: str):

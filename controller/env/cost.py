@@ -16,7 +16,7 @@ when it is given.)
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 
@@ -28,44 +28,105 @@ def round_work(record: Mapping, rnd: Mapping) -> int:
     return int(rnd.get("completion_tokens", 0))
 
 
+def _one(record: Mapping, rnd: Mapping) -> int:
+    return 1
+
+
+def _tokens(record: Mapping, rnd: Mapping) -> int:
+    return int(rnd["completion_tokens"])
+
+
 @dataclass(frozen=True)
 class CostUnit:
-    """One cost unit: how a round costs, which outcome field sums it, and its words."""
+    """One cost unit, its behaviour and its words: the one place a unit is written down.
+
+    Behaviour: ``round_cost`` (the unscaled cost of one revealed round), ``field`` (the outcome and
+    summary field that sums it over cases), ``with_direct`` (the field also counts the direct
+    answer's ``completion_tokens``, which is not tool cost and is taken off per case), ``scale``
+    (per-case costs are in units of ``scale``: thousands for tokens and work) and ``seed_field``
+    (the outcome field the split-seed spread sums; ``work`` keeps ``search_nodes`` there, the key
+    the committed studies carry).
+    Words: ``words`` (the per-case unit, ``{work}`` = what work counts in this run), ``total``
+    (the summary's ``cost_units`` entry), ``axis`` (the accuracy-vs-compute x axis), ``panel`` (a
+    cost panel's x axis), ``text`` (the report's units sentence), ``column`` and ``digits`` (the split-seed
+    table's header and decimals).
+    """
 
     name: str
-    field: str     # the outcome / summary field that sums it over cases
-    scale: float   # per-case costs are in units of ``scale`` (thousands for tokens and work)
-    words: str     # the per-case unit in words ({work}: what work counts in this run)
-    total: str     # the summary's ``cost_units`` entry: what the field counts
+    field: str
+    scale: float
+    words: str
+    total: str
+    axis: str
+    panel: str
+    text: str
+    column: str
+    round_cost: Callable[[Mapping, Mapping], float] = _one
+    with_direct: bool = False
+    seed_field: str = ""
+    digits: int = 0  # decimals of the split-seed table's totals
+
+    @property
+    def spread_field(self) -> str:
+        return self.seed_field or self.field
 
     def round(self, record: Mapping, rnd: Mapping) -> float:
         """Cost of one revealed round of ``record``, per-case scaled."""
-        if self.name == "generations":
-            return 1.0
-        if self.name == "tokens":
-            return rnd["completion_tokens"] / self.scale
-        return round_work(record, rnd) / self.scale
+        return self.round_cost(record, rnd) / self.scale
+
+    def outcome(self, record: Mapping, rounds: Iterable[Mapping]) -> int:
+        """The outcome's ``field`` over a case's revealed ``rounds`` (unscaled)."""
+        total = sum(self.round_cost(record, r) for r in rounds)
+        return total + (record["direct"]["completion_tokens"] if self.with_direct else 0)
 
     def case(self, outcome: Mapping, direct_tokens: int = 0) -> float:
         """One outcome's cost; ``direct_tokens`` (the case's direct answer) is not tool cost."""
         value = float(outcome.get(self.field, 0))
-        return (value - direct_tokens if self.name == "tokens" else value) / self.scale
+        return (value - direct_tokens if self.with_direct else value) / self.scale
 
     def per_case(self, summary: Mapping, n: int, direct_total: float = 0.0) -> float:
         """Per-case cost of a policy summary over ``n`` cases."""
         value = float(summary.get(self.field) or 0)
-        return (value - direct_total if self.name == "tokens" else value) / self.scale / max(n, 1)
+        return (value - direct_total if self.with_direct else value) / self.scale / max(n, 1)
+
+    def per_traced_case(self, res: Mapping) -> float:
+        """The summary's field per traced case (unscored included), as the compute figure draws it."""
+        cases = (res.get("n") or 0) + (res.get("unscored") or 0)
+        return (res.get(self.field) or 0) / self.scale / cases if cases else 0.0
 
     def describe(self, work: str = "search nodes") -> str:
         return self.words.format(work=work)
 
 
-UNITS: dict[str, CostUnit] = {u.name: u for u in (
-    CostUnit("generations", "program_generations", 1.0, "program generations", "program generations"),
-    CostUnit("tokens", "generated_tokens", 1000.0, "thousand completion tokens", "completion tokens"),
-    CostUnit("work", "work", 1000.0, "thousand {work}", "{work}"),
-)}
-COST_KINDS = tuple(UNITS)
+UNITS: dict[str, CostUnit] = {}
+
+
+def register(u: CostUnit) -> CostUnit:
+    """Add a cost unit to ``UNITS`` (``--cost``, study files, figures, reports and split seeds read it)."""
+    UNITS[u.name] = u
+    return u
+
+
+register(CostUnit("generations", "program_generations", 1.0, "program generations", "program generations",
+                  axis="program generations", panel="program generations per scored case",
+                  text="program generations", column="Program generations", digits=1))
+register(CostUnit("tokens", "generated_tokens", 1000.0, "thousand completion tokens", "completion tokens",
+                  axis="thousand generated tokens", panel="thousand program-round tokens per scored case",
+                  text="thousand completion tokens (program rounds)", column="Completion tokens",
+                  round_cost=_tokens, with_direct=True))
+register(CostUnit("work", "work", 1000.0, "thousand {work}", "{work}",
+                  axis="thousand work units (search nodes for synth, tokens for models)",
+                  panel="thousand work units per scored case",
+                  text="thousand work units (search nodes for synth, completion tokens for models)",
+                  column="Search nodes", round_cost=round_work, seed_field="search_nodes"))
+
+
+def cost_kinds() -> tuple[str, ...]:
+    """The registered unit names (``--cost`` choices)."""
+    return tuple(UNITS)
+
+
+COST_KINDS = cost_kinds()  # the built-in units; read ``cost_kinds()`` to see units registered later
 
 
 def unit(name: str) -> CostUnit:

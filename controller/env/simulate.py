@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from controller.env.cost import round_work
+from controller.env.cost import UNITS
 from controller.env.oracle import committed_correct, next_pos, revealed_round
 from controller.env.state import State, chains, commit_choice, committed_sample_of, is_commit, shared_view, visible_state
 
@@ -37,19 +37,21 @@ def _outcome(policy_name: str, rec: dict, actions: list[str], pos: tuple, source
         committed = commit_choice(shared_view(rec, pos)) if chosen is None else chosen
         correct = committed_correct(rec, pos, sample=committed)
     rounds = revealed_rounds(rec, pos)
-    return {
+    costs = {u.field: u.outcome(rec, rounds) for u in UNITS.values()}  # every registered cost unit's field
+    out = {
         "policy": policy_name, "split": rec["split"], "case_id": rec["case_id"], "family": rec["family"],
         "actions": actions, "source": source, "correct": correct,
         "direct_correct": hidden["direct_exact"],
-        "program_generations": len(rounds),
+        "program_generations": None,  # None: a cost unit's field, filled from ``costs`` below in its place
         "repair_actions": actions.count("FIX"),
         "resample_actions": actions.count("RESAMPLE"),
         "committed_sample": committed,
-        "generated_tokens": rec["direct"]["completion_tokens"] + sum(r["completion_tokens"] for r in rounds),
-        "work": sum(round_work(rec, r) for r in rounds),
+        "generated_tokens": None, "work": None,
         "search_nodes": sum(int(r.get("search_nodes", 0)) for r in rounds),
         "sandbox_ms": round(sum(r["visible"]["wall_ms"] + r["test"]["wall_ms"] for r in rounds), 3),
     }
+    out.update(costs)
+    return out
 
 
 def memo_state(rec: dict, pos: tuple, memo: dict | None) -> State:

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Callable, Mapping
 
+from controller.env.cost import UNITS
 from controller.env.registry import ORACLE, ordered as ordered_policies
 from controller.study.stats import wilson_ci
 
@@ -23,9 +24,9 @@ FIGURE_NAMES = (
     "recoveries_losses.png",
     "accuracy_vs_compute.png",
 )
-# Frontier cost kinds and their per-case unit: tokens are counted in thousands.
-COST_UNITS = {"generations": "program generations", "tokens": "thousand generated tokens",
-              "work": "thousand work units (search nodes for synth, tokens for models)"}
+# Frontier cost kinds and their per-case unit (the cost registry's axis words; the figures read
+# ``UNITS`` itself, so a unit registered after import is drawn too).
+COST_UNITS = {u.name: u.axis for u in UNITS.values()}
 
 
 # ----------------------------------------------------------------------------- data helpers
@@ -55,20 +56,12 @@ def _n(rows: list[tuple[str, Mapping]]) -> int:
 
 
 def cost_per_case(res: Mapping, cost: str) -> float:
-    """Program generations (or thousand generated tokens, or thousand work units) per traced case,
-    unscored included.
+    """A cost unit's field per traced case, unscored included (thousands for tokens and work).
 
     Frontier points carry their ``cost`` in the same unit, so policies and frontiers share
     one x axis.
     """
-    cases = (res.get("n") or 0) + (res.get("unscored") or 0)
-    if cost == "tokens":
-        total = (res.get("generated_tokens") or 0) / 1000
-    elif cost == "work":
-        total = (res.get("work") or 0) / 1000
-    else:
-        total = res.get("program_generations") or 0
-    return total / cases if cases else 0.0
+    return (UNITS.get(cost) or UNITS["generations"]).per_traced_case(res)
 
 
 def _frontier_cost(summary: Mapping) -> str:
@@ -191,7 +184,7 @@ def _compute(ax, summary: Mapping) -> None:
                     label=f"{learner} frontier (lambda sweep)")
     if not rows and not summary.get("frontier"):
         return _empty(ax)
-    ax.set_xlabel(f"{COST_UNITS.get(cost, cost)} per case")
+    ax.set_xlabel(f"{UNITS[cost].axis if cost in UNITS else cost} per case")
     ax.set_ylabel("exact-match accuracy")
     ax.set_ylim(0, 1.05)
     if ax.get_legend_handles_labels()[0]:
@@ -209,15 +202,13 @@ DRAWERS: dict[str, Callable] = dict(zip(FIGURE_NAMES, (
 # ----------------------------------------------------------------------------- accuracy vs cost panels
 
 PANEL_SPLITS = (("test", "held-out test"), ("cv_pooled", "pooled cross-validation"))
-PANEL_UNITS = {"generations": "program generations per scored case",
-               "tokens": "thousand program-round tokens per scored case",
-               "work": "thousand work units per scored case"}
+PANEL_UNITS = {u.name: u.panel for u in UNITS.values()}  # the built-in units' panel titles
 
 
 def cost_panels(summary: Mapping) -> list[tuple[str, str, Mapping]]:
     """(split, unit, routing block) of every panel that has at least one policy point."""
     r = summary.get("routing") or {}
-    return [(split, unit, r[split][unit]) for split, _ in PANEL_SPLITS for unit in PANEL_UNITS
+    return [(split, unit, r[split][unit]) for split, _ in PANEL_SPLITS for unit in UNITS
             if (r.get(split) or {}).get(unit, {}).get("points")]
 
 
@@ -262,7 +253,7 @@ def _panel(ax, split: str, unit: str, block: Mapping, colors: Mapping[str, objec
     n = max(v.get("n", 0) for v in pts.values())
     fams = max(v.get("n_families", 0) for v in pts.values())
     ax.set_title(f"{dict(PANEL_SPLITS)[split]} (n={n}, {fams} families)", fontsize=10)
-    ax.set_xlabel(PANEL_UNITS[unit], fontsize=9)
+    ax.set_xlabel(UNITS[unit].panel, fontsize=9)
     ax.set_ylabel("exact-match accuracy (scored cases)", fontsize=9)
     ax.set_ylim(0, 1.02)
     ax.set_xlim(left=min(0.0, ax.get_xlim()[0]))
@@ -285,7 +276,7 @@ def draw_cost_panels(summary: Mapping, plt):
     if not panels:
         return None
     splits = [s for s, _ in PANEL_SPLITS if any(p[0] == s for p in panels)]
-    units = [u for u in PANEL_UNITS if any(p[1] == u for p in panels)]
+    units = [u for u in UNITS if any(p[1] == u for p in panels)]
     # a row per cost unit, a column per split, the legend below: about 1,100 px wide at the
     # saved dpi, so the page at the viewer's width shows it near full size
     fig, axes = plt.subplots(len(units), len(splits), figsize=(5.0 * len(splits), 3.4 * len(units) + 1.6),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from controller.study.split_seeds import COST_UNITS, holds_at, spread
+from controller.env.cost import UNITS
+from controller.study.split_seeds import holds_at, spread
 
 def _rng(sp: Mapping, digits: int = 0, sign: bool = False, unit: str = "") -> str:
     """``mean [min, max]`` over split seeds, or one number when every split seed gave it."""
@@ -29,24 +30,25 @@ def render_split_seeds(summary: Mapping) -> list[str]:
     out = [f"Spread over {n} split seeds (fold assignments {', '.join(map(str, ss.get('seeds', [])))}; "
            "each seeds the folds from the family names only; every scored case held out once per split seed). "
            "Mean [min, max] over split seeds of the pooled totals:", "",
-           "| Policy | n | Exact | Program generations | Completion tokens | Search nodes |",
-           "|---|---|---|---|---|---|"]
+           "| Policy | n | Exact | " + " | ".join(u.column for u in UNITS.values()) + " |",
+           "|---|---|---|" + "---|" * len(UNITS)]
     for pol, sp in ss["spread"].items():
-        out.append(f"| `{pol}` | {sp.get('n')} | {_rng(sp['exact'], 1)} | {_rng(sp['program_generations'], 1)} | "
-                   f"{_rng(sp['generated_tokens'], 0)} | {_rng(sp['search_nodes'], 0)} |")
+        out.append(f"| `{pol}` | {sp.get('n')} | {_rng(sp['exact'], 1)} | "
+                   + " | ".join(_rng(sp.get(u.spread_field) or {}, u.digits) for u in UNITS.values()) + " |")
     out.append("")
     rows = []
     for pol, bases in (ss.get("differences") or {}).items():
         for base, row in bases.items():
             cells = [f"{_rng(row['accuracy_pp'], 1, True, ' pp')} ({_holds(row['accuracy_pp']['holds_at'])})"]
-            cells += [f"{_rng(row[u], 0, True)} ({_holds(row[u]['holds_at'])})" for u in COST_UNITS]
+            cells += [f"{_rng(row[f], 0, True)} ({_holds(row[f]['holds_at'])})" if f in row else "n/a"
+                      for f in (u.spread_field for u in UNITS.values())]
             rows.append(f"| `{pol}` | `{base}` | " + " | ".join(cells) + " |")
     if rows:
         out += ["Learned policy minus baseline over split seeds (accuracy in percentage points, costs as pooled "
                 "totals; negative cost = cheaper), with the number of split seeds at which the difference is "
                 "higher, equal and lower:", "",
-                "| Policy | Baseline | Accuracy (pp) | Program generations | Completion tokens | Search nodes |",
-                "|---|---|---|---|---|---|", *rows, ""]
+                "| Policy | Baseline | Accuracy (pp) | " + " | ".join(u.column for u in UNITS.values()) + " |",
+                "|---|---|---|" + "---|" * len(UNITS), *rows, ""]
     return out
 
 

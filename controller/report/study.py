@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from controller.env.cost import UNITS
 from controller.report.fmt import fixed, interval, p_value, table
 from controller.study.headroom import CELL_TEXT, CELLS
 from controller.study.provenance import registration_words
 
-UNIT_TEXT = {"generations": "program generations", "tokens": "thousand completion tokens (program rounds)",
-             "work": "thousand work units (search nodes for synth, completion tokens for models)"}
+UNIT_TEXT = {u.name: u.text for u in UNITS.values()}  # the built-in units (the report reads UNITS)
 
 
 def headroom_md(s: Mapping) -> list[str]:
@@ -160,7 +160,7 @@ def routing_md(s: Mapping) -> list[str]:
             "Cost-gap recovered, at matched accuracy only: (always-tool cost - c) / (always-tool cost - oracle "
             "cost), c the cheapest operating point of the learner (itself or a sweep point) at least as accurate "
             "as always-tool, with a family-bootstrap interval; n/a with the reason when none is. Units: "
-            + "; ".join(f"{k}: {v}" for k, v in UNIT_TEXT.items()) + ".", ""] + table(
+            + "; ".join(f"{u.name}: {u.text}" for u in UNITS.values()) + ".", ""] + table(
         ["Split", "Unit", "Learner", "Cost", "Accuracy", f"Mix {r['weak']}+{r['strong']} expected exact (p)",
          "Hull mix expected exact (p)", "Learner exact", "APGR (RouteLLM) learner [CI]; with sweep",
          "APGR (interpolated)", "CPT(50%)", "CPT(80%)", "Cost-gap recovered at matched accuracy [CI]"],

@@ -22,7 +22,7 @@ from tracegen.grading import program_right
 
 from tracegen.errors import check
 
-from controller.env.cost import COST_KINDS, cost_units, unit
+from controller.env.cost import cost_kinds, cost_units, unit
 from controller.learn.dagger import run_dagger
 from controller.learn.lora import LoraPolicyConfig
 from controller.learn.lora_policy import LoraAdapter, lora_fit
@@ -56,6 +56,7 @@ class ExperimentConfig:
     dagger_beta: float = field(default=0.5, metadata={"help": "DAgger initial oracle mixing rate (annealed to 0)"})
     cv_folds: int = field(default=0, metadata={"help": "family-level cross-validation folds (0: off)"})
     cost: str = field(default="generations", metadata={
+        "choices": cost_kinds,
         "help": "cost model for the oracle labels, the learners and the budget frontier: generations (program "
                 "rounds), tokens (completion tokens) or work (search nodes for synth, completion tokens for models)"})
     seeds: int = field(default=1, metadata={"help": "retrain every learned controller and the shuffled control "
@@ -90,7 +91,7 @@ class ExperimentConfig:
             check(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
         check(self.cv_folds != 1, "cv_folds", "needs at least 2 folds (or 0 to turn cross-validation off)")
         check(0 <= self.dagger_beta <= 1, "dagger_beta", f"must be in [0, 1], got {self.dagger_beta}")
-        check(self.cost in COST_KINDS, "cost", f"unknown cost model {self.cost!r}; use {', '.join(COST_KINDS)}")
+        check(self.cost in cost_kinds(), "cost", f"unknown cost model {self.cost!r}; use {', '.join(cost_kinds())}")
         for name in ("seeds", "split_seeds"):
             check(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
         check(self.split_seeds == 1 or self.cv_folds, "split_seeds",

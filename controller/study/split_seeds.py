@@ -19,13 +19,19 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
+from controller.env.cost import UNITS
 from controller.env.registry import role
 from controller.study.cv import run_cv
 
 # per-case outcome fields kept in a split seed's records (the costs in every unit the study reports)
 RECORD_FIELDS = ("policy", "case_id", "family", "fold", "correct", "direct_correct", "source", "actions",
                  "program_generations", "repair_actions", "generated_tokens", "search_nodes", "work")
-COST_UNITS = ("program_generations", "generated_tokens", "search_nodes")
+COST_UNITS = tuple(u.spread_field for u in UNITS.values())  # the built-in units' spread fields
+
+
+def cost_fields() -> tuple[str, ...]:
+    """The outcome field each registered cost unit's split-seed spread sums (read at use)."""
+    return tuple(u.spread_field for u in UNITS.values())
 BASELINES = ("best_fixed", "always_tool_visible", "direct_only")
 
 
@@ -37,7 +43,8 @@ def split_seed_list(cfg) -> list[int]:
 
 def outcome_records(pooled: Mapping[str, Sequence[Mapping]], split_seed: int) -> list[dict]:
     """Flatten ``cv.run_cv``'s pooled outcomes into per-case records tagged with the split seed."""
-    return [{"split_seed": split_seed, **{k: o.get(k) for k in RECORD_FIELDS}, "policy": policy}
+    keys = RECORD_FIELDS + tuple(f for f in cost_fields() if f not in RECORD_FIELDS)
+    return [{"split_seed": split_seed, **{k: o.get(k) for k in keys}, "policy": policy}
             for policy, outs in pooled.items() for o in outs]
 
 
@@ -63,7 +70,7 @@ def pooled_result(recs: Sequence[Mapping]) -> dict:
     n, exact = len(scored), sum(1 for r in scored if r["correct"])
     out = {"n": n, "exact": exact, "accuracy": exact / n if n else None,
            "n_families": len({r["family"] for r in scored})}
-    for unit in COST_UNITS:
+    for unit in cost_fields():
         out[unit] = sum(int(r.get(unit) or 0) for r in recs)
     return out
 
@@ -96,7 +103,7 @@ def spread_summary(per_seed: Sequence[Mapping], baselines: Sequence[str] = BASEL
             by_policy.setdefault(r["policy"], []).append(r)
         results.append({k: pooled_result(v) for k, v in by_policy.items()})
     policies = [k for k in results[0]] if results else []
-    fields = ("exact", "accuracy", *COST_UNITS)
+    fields = ("exact", "accuracy", *cost_fields())
     out = {
         "seeds": seeds,
         "n_split_seeds": len(seeds),
@@ -116,7 +123,7 @@ def spread_summary(per_seed: Sequence[Mapping], baselines: Sequence[str] = BASEL
                    if pol in res and base in res and res[pol]["accuracy"] is not None
                    and res[base]["accuracy"] is not None else None for res in results]
             row["accuracy_pp"] = spread([round(a, 6) if a is not None else None for a in acc]) | {"holds_at": holds_at(acc)}
-            for unit in COST_UNITS:
+            for unit in cost_fields():
                 d = [res[pol][unit] - res[base][unit] if pol in res and base in res else None for res in results]
                 row[unit] = spread(d) | {"holds_at": holds_at(d)}
             out["differences"][pol][base] = row
