@@ -238,11 +238,15 @@ def check_output(out, limits: dict) -> tuple[bytes | None, str]:
         return None, f"transform returned {_tname(out)}, expected a list of rows (lists of str)"
     if len(out) > limits["max_rows"]:
         return None, f"output has {len(out)} rows, more than the limit {limits['max_rows']}"
+    cells = 0
     for i, row in enumerate(out):
         if type(row) is not list:
             return None, f"row {i} is {_tname(row)}, expected a list of str"
         if len(row) > limits["max_cols"]:
             return None, f"row {i} has {len(row)} cells, more than the limit {limits['max_cols']}"
+        cells += len(row)
+        if cells > limits.get("max_cells", cells):
+            return None, f"output has more than {limits['max_cells']} cells, more than the limit"
         for j, cell in enumerate(row):
             if type(cell) is not str:
                 return None, f"row {i}, cell {j} is {_tname(cell)}, expected str (use str())"

@@ -33,6 +33,11 @@ class OutputLimits:
     max_cols: int = 1_000
     max_cell_chars: int = 100_000
     max_bytes: int = 4 << 20  # of compact UTF-8 JSON
+    # What an output costs the parent once decoded is about 70 bytes a cell (a ``str`` each):
+    # 838k two-character cells fit in ``max_bytes`` and decode to ~59 MB. 100,000 cells (~7 MB)
+    # is far above any real table task (the largest shipped input has a few tens of thousands).
+    # Checked by the child and again by the parent before decoding.
+    max_cells: int = 100_000
     # No longer used (issue 27): a per-call budget made one run's result depend on its
     # neighbours' outputs. Kept so that code constructing ``OutputLimits(max_batch_bytes=...)``
     # still works; every output is now judged on its own, within the per-run limits above.
@@ -41,7 +46,8 @@ class OutputLimits:
 
     def as_dict(self) -> dict:
         return {"max_rows": self.max_rows, "max_cols": self.max_cols,
-                "max_cell_chars": self.max_cell_chars, "max_bytes": self.max_bytes}
+                "max_cell_chars": self.max_cell_chars, "max_bytes": self.max_bytes,
+                "max_cells": self.max_cells}
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,9 @@ def _structure(limits: "OutputLimits"):
 _STRUCTURES: dict = {}
 
 
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+
+
 def precheck(payload: bytes, limits: OutputLimits) -> str:
     """Cheap structural check before any decoding: ``""`` or why the payload cannot be a valid
     output. Size, first and last byte, then the number of ``[`` (a memchr-speed count): a
@@ -132,6 +141,12 @@ def precheck(payload: bytes, limits: OutputLimits) -> str:
         return f"output is more than {limits.max_bytes} bytes of JSON"
     if payload[:1] != b"[" or payload[-1:] != b"]":
         return "output is not a JSON list of rows"
+    # every cell is a string: two unescaped quotes (escapes are a backslash and one character)
+    quotes = payload.count(b'"')
+    if quotes > 2 * limits.max_cells and b"\\" in payload:
+        quotes = _ESCAPE.sub(b"", payload).count(b'"')
+    if quotes > 2 * limits.max_cells:
+        return f"output has more than {limits.max_cells} cells, more than the limit"
     if payload.count(b"[") > limits.max_rows + 1:
         pattern = _STRUCTURES.get(limits)
         if pattern is None:
