@@ -3,8 +3,8 @@
 Fold i tests on its families, uses fold i+1 as dev (model choice, the rule's price of tools) and
 trains on the rest. Every fixed policy, the best fixed policy (chosen on the fold's train + dev),
 the learned rule (its price chosen on the fold's dev) and the oracle are evaluated per fold; with
-``--train-lora`` the LoRA policy is refit per fold too, at the base split seed only (F trainings;
-the other split seeds leave it out, and the hypotheses on it say so). The pooled result
+``--train-lora`` the LoRA policy is refit per fold too, at every split seed (F trainings per split
+seed; tagged ``lora_cv{i}`` at the base seed, ``lora_s{seed}_cv{i}`` beyond it). The pooled result
 concatenates every fold's test outcomes, which is how to get past a tiny test split. Folds depend
 on the split seed and the family names only (never on answers or grades; ``--split-seeds N``
 repeats the whole CV with N fold seeds, see ``split_seeds``); probe cases (split ``unassigned``)
@@ -39,7 +39,7 @@ class CVResult:
 def run_cv(records, cfg, log=print, fold_seed: int | None = None, lora_worker=None) -> CVResult:
     """CV with the folds of ``fold_seed`` (default ``cfg.split_seed``); learners use ``cfg.seed``."""
     fold_seed = cfg.split_seed if fold_seed is None else fold_seed
-    with_lora = bool(cfg.train_lora and cfg.lora is not None and fold_seed == cfg.split_seed)
+    with_lora = bool(cfg.train_lora and cfg.lora is not None)  # refit at every split seed
     scored = [r for r in records if r["hidden"]["answer"] is not None and r.get("split") != "unassigned"]
     families = sorted({r["family"] for r in scored})
     folds = make_cv_folds(families, k=cfg.cv_folds, seed=fold_seed)
@@ -63,7 +63,8 @@ def run_cv(records, cfg, log=print, fold_seed: int | None = None, lora_worker=No
         if with_lora:  # the rule's objective and price, early stopping on the fold's dev
             label = lambda rs: labelled(env.chain_pairs(rs), rule_info["lambda"], cfg.cost, commit_any=False,
                                         tie_weight=0.0)
-            fit = lora_fit(cfg, f"lora_cv{i}", False, label(dev), lora_meta, lora_worker)
+            tag = f"lora_cv{i}" if fold_seed == cfg.split_seed else f"lora_s{fold_seed}_cv{i}"
+            fit = lora_fit(cfg, tag, False, label(dev), lora_meta, lora_worker)
             policies["lora_seq_policy"] = fit(label(train))
         policies[ORACLE] = Oracle(test, cost=cfg.cost)  # labels and oracle in the run's --cost
         res = {}
