@@ -426,8 +426,29 @@ def rollout(cases: list[Case], split_of: dict[str, str], backend: Backend, sandb
         bar.close()
     if done_ids:
         reorder_records(out_path, [c.case_id for c in cases])  # a stopped, resumed run: case order again
+    same = identical_samples(out_path, backend, cfg)
+    if same:
+        _say(bar, f"warning: {same} cases got K = {cfg.program_samples} identical first programs at temperature "
+                  f"{backend.config.temperature:g}: the server samples greedily (transformers serve does unless the "
+                  f"model's generation_config sets do_sample) or ignores the seed")
     return {"traced": written, "skipped": len(cases) - len(todo), "visible_passes": visible_passes,
-            "seconds": round(time.monotonic() - t0, 3)}
+            "seconds": round(time.monotonic() - t0, 3), "identical_samples": same}
+
+
+def identical_samples(path, backend, cfg: RolloutConfig) -> int:
+    """Cases of the trace file whose K > 1 first programs are all the same text although sampling
+    was asked for (temperature > 0); 0 otherwise. (The synthesizer's samples are distinct by
+    construction, so it is not counted.)"""
+    temperature = getattr(getattr(backend, "config", None), "temperature", 0.0) or 0.0
+    if cfg.program_samples < 2 or temperature <= 0 or getattr(backend, "name", "") == "synth":
+        return 0
+    from .records import read_traces
+
+    n = 0
+    for rec in read_traces(path, validate=False, warn=lambda *a: None):
+        firsts = [ch[0]["raw"] for ch in [rec["rounds"], *rec.get("samples", [])] if ch]
+        n += len(firsts) > 1 and len(set(firsts)) == 1
+    return n
 
 
 def _say(bar: Progress, text: str) -> None:
