@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cases import (CaseError, SplitError, default_split_sizes, load_cases, make_splits, probe_cases,
                    read_split_manifest, resolve_case_set, split_manifest)
-from tracegen.backends import BackendConfig, PartialGeneration, available_backends
+from tracegen.backends import BackendConfig, PartialGeneration, available_backends, backend_class
 from tracegen.backends.replay import ReplayMissError
 from tracegen.errors import ConfigError, check
 from tracegen.records import TraceFileError, read_traces, repair_torn_tail
@@ -102,14 +102,15 @@ class RunConfig:
             check(val is None or val >= 0, name, f"must be >= 0, got {val}")
         check(self.sft_max_tokens >= 0, "sft_max_tokens", f"must be >= 0 (0 or auto: the longest row), got {self.sft_max_tokens}")
         check(not self.resume or self.generate_traces, "resume", "only meaningful with `generate_traces`")
-        if r.program_samples > 1 and b.temperature <= 0 and b.name not in ("synth", "replay"):
+        kind = backend_class(b.name) if b.name in available_backends() else None  # unknown: refused where built
+        if r.program_samples > 1 and b.temperature <= 0 and kind is not None and not kind.deterministic:
             raise ConfigError(f"`rollout.program_samples` {r.program_samples}: greedy decoding "
                               f"(`backend.temperature` 0) gives {b.name} the same program every time; sample with "
                               "`backend.temperature` > 0 (e.g. 0.7)")
         # derived defaults (new objects: the caller's configs are left as they were)
         reports = Path(self.root) / "reports"
         cache = b.cache_dir
-        if cache is None and b.name not in ("synth", "replay"):
+        if cache is None and kind is not None and kind.caches_generations:
             cache = str(reports / "cache" / "generations")
         if cache == "none":
             cache = None

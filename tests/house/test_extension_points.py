@@ -5,11 +5,15 @@ routing units sentence and the split-seed tables.
 
 This replaces the map test that could only fail on an import error; on the code before
 issue 33 (figures, report, split seeds and simulate each with their own list of units, ``--cost``
-without choices) every assertion below on the fake unit failed.
+without choices) the fake unit could not even be registered (no `register`, no behaviour or word
+fields), and adding one to `UNITS` by hand left figures, report and split seeds without it.
 
 TODO(learner registry, issue 33 item 1): the learner engineer adds a fake learner here (fit
 function + report section, registered in a test, checked trained, simulated and reported).
-TODO(backend capabilities, issue 33 item 1): a fake backend declaring its capabilities.
+A fake backend registered here is a ``--backend`` choice and the run config asks its declared
+capabilities (deterministic, caches generations). TODO(issue 33 item 1): the pipeline's remaining
+backend names (request slice, hf hub preflight, synth memo, probe sharing, openai preflight) become
+capabilities too, and this test then traces a few cases with the fake backend.
 """
 from __future__ import annotations
 
@@ -96,3 +100,33 @@ def test_a_cost_unit_is_drawn_and_reported_from_its_entry(fake_unit):
     assert ss["spread"]["direct_only"]["fake_cost"]["mean"] == 7
     text = "\n".join(render_split_seeds({"split_seeds": ss}))
     assert "| Fakes (column) |" in text and "| 7 at every split seed |" in text
+
+
+class FakeBackend:
+    """A backend registered in the test: deterministic, keeps no generation cache."""
+
+    name = "fake"
+    deterministic = True
+    caches_generations = False
+
+
+@pytest.fixture
+def fake_backend():
+    from tracegen.backends import _REGISTRY
+
+    _REGISTRY["fake"] = f"{__name__}:FakeBackend"
+    try:
+        yield FakeBackend
+    finally:
+        _REGISTRY.pop("fake")
+
+
+def test_a_backend_is_chosen_and_asked_from_its_entry(fake_backend, tmp_path):
+    from controller import cli
+    from tracegen.backends import backend_class
+
+    assert backend_class("fake") is FakeBackend
+    cfg = cli.build_config(cli.make_parser().parse_args(
+        ["--backend", "fake", "--program-samples", "2", "--root", str(tmp_path)]))
+    # deterministic: K > 1 samples at temperature 0 accepted; no generation cache made up for it
+    assert cfg.backend.name == "fake" and cfg.rollout.program_samples == 2 and cfg.backend.cache_dir is None

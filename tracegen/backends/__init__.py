@@ -21,15 +21,20 @@ def available_backends() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def backend_class(name: str) -> type[Backend]:
+    """The class registered as ``name`` (its capabilities are class attributes); ``ValueError`` if unknown."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(available_backends())}")
+    module, cls = _REGISTRY[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
 def get_backend(config: BackendConfig) -> Backend:
     """Build the backend named by ``config.name``; unknown names raise ``ValueError``."""
-    if config.name not in _REGISTRY:
-        raise ValueError(f"unknown backend {config.name!r}; choose one of {', '.join(available_backends())}")
-    module, cls = _REGISTRY[config.name].split(":")
-    return getattr(importlib.import_module(module), cls)(config)
+    return backend_class(config.name)(config)
 
 
 __all__ = [
     "Backend", "BackendConfig", "ConfigError", "Completion", "Feedback", "GenerationRequest", "PartialGeneration", "Task",
-    "available_backends", "get_backend",
+    "available_backends", "backend_class", "get_backend",
 ]

@@ -64,6 +64,13 @@ class Completion:
     logprobs: dict | None = None
 
 
+def _backend_names() -> list[str]:
+    """The registered backends (``--backend`` choices), read when the flags are built."""
+    from tracegen.backends import available_backends
+
+    return available_backends()
+
+
 def _f(default, help: str, **meta):
     """A config field with its help text (and, for the CLI, an optional ``flag`` alias)."""
     if isinstance(default, (dict, list)):
@@ -92,7 +99,7 @@ VLLM_ONLY = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_si
 class BackendConfig:
     """Everything a backend may need; each backend reads the fields it uses."""
 
-    name: str = _f("synth", "synth (offline), hf, vllm, openai, replay", flag="--backend")
+    name: str = _f("synth", "synth (offline), hf, vllm, openai, replay", flag="--backend", choices=_backend_names)
     model: str | None = _f(None, "model name or local path (needed by hf, vllm and openai; default: none, "
                                  "synth and replay name their own)")
     temperature: float = _f(0.0, "sampling temperature (0: greedy)")
@@ -191,6 +198,9 @@ class Backend(ABC):
     """A model backend. Subclasses implement ``generate``; ``close`` frees resources."""
 
     name: str = "base"
+    # capabilities the pipeline asks (it never names a backend):
+    deterministic: bool = False  # same requests, same completions; K > 1 samples differ even at temperature 0
+    caches_generations: bool = True  # completions kept in the generation cache (reports/cache/generations)
 
     def __init__(self, config: BackendConfig):
         self.config = config

@@ -93,6 +93,8 @@ def load_replay(path: str) -> tuple[dict[Key, Completion], str | None]:
 
 class ReplayBackend(Backend):
     name = "replay"
+    deterministic = True
+    caches_generations = False
 
     def __init__(self, config: BackendConfig):
         super().__init__(config)

@@ -139,6 +139,8 @@ class SynthBackend(Backend):
     """Built-in synthesizer; see the module docstring for what each request kind does."""
 
     name = "synth"
+    deterministic = True
+    caches_generations = False
     streams = True
 
     def __init__(self, config):
