@@ -37,7 +37,7 @@ import pytest
 import sandbox
 from sandbox import Sandbox
 
-from test_sandbox_round3 import SCAN, _needle_variants, _regions, _serving_pid
+from test_sandbox_host_paths_and_batch_cost import SCAN, _needle_variants, _regions, _serving_pid
 
 PRELUDE = '''
 import random
