@@ -229,7 +229,7 @@ def test_h4_long_import_line_is_a_syntax_error_not_a_timeout(line):
 
 # ----------------------------------------------------------------------------- H2: the parent
 
-BIG = "def transform(t):\n    return [['ab'] * 1000] * 838\n"  # 4,191,677 bytes of JSON
+BIG = "def transform(t):\n    return [['a' * 38] * 1000] * 100\n"  # ~4.1 MB of JSON, 100,000 cells (the cell limit, issue 34)
 FORGED = PRELUDE + '''
 def transform(t):
     payload = b"[" + b",".join([b"[]"] * 1_397_000) + b"]"
