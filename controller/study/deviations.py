@@ -14,20 +14,17 @@ Pure git reads (``git log`` / ``git show``); {} outside a repository.
 from __future__ import annotations
 
 import json
-import subprocess
 import tomllib
 from pathlib import Path
+
+from controller.study.provenance import git_output
 
 ANALYSIS_PATHS = ("controller/study", "controller/learn", "controller/env")
 NOT_RERUN = "not re-run at the registration commit (re-analysis of a committed study takes minutes per study)"
 
 
 def _git(cwd: Path, *args: str) -> str | None:
-    try:
-        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return r.stdout if r.returncode == 0 else None
+    return git_output(cwd, *args, strip=False)
 
 
 def _log(cwd: Path, *args: str) -> list[tuple[str, str, str]]:

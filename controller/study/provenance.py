@@ -27,12 +27,20 @@ AFTER = "registered after the traces existed"
 UNKNOWN = "unknown"
 
 
-def _git(cwd: Path, *args: str) -> str | None:
+def git_output(cwd: Path, *args: str, strip: bool = True, timeout: float = 30) -> str | None:
+    """What ``git ARGS`` prints in ``cwd`` (stripped unless ``strip`` is False), or None when git is
+    missing, fails or takes longer than ``timeout`` seconds."""
     try:
-        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=20)
+        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.SubprocessError):
         return None
-    return r.stdout.strip() if r.returncode == 0 else None
+    if r.returncode != 0:
+        return None
+    return r.stdout.strip() if strip else r.stdout
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    return git_output(cwd, *args)
 
 
 def study_file_git(path: str) -> dict:
