@@ -146,7 +146,9 @@ def learned_rule_md(s: Mapping) -> list[str]:
 
 def dagger_md(s: Mapping) -> list[str]:
     dagger = s.get("dagger") or {}
-    k = ((s.get("config") or {}).get("rollout") or {}).get("program_samples") or 1
+    k = ((s.get("config") or {}).get("rollout") or {}).get("program_samples")
+    if k is None:  # a summary made from Python records without a run config: the rows say whether DAgger added states
+        k = 3 if any((it.get("new_states") or 0) > 0 for iters in dagger.values() for it in iters) else 1
     if dagger and k <= 1:  # every reachable state is on the recorded chain: nothing for DAgger to add
         return ["## DAgger", "", "Not reported: with one program sample (K = 1) every state a policy can reach lies on "
                 "the recorded chain, which behaviour cloning already holds, so DAgger cannot add a state; its rows equal "

@@ -22,7 +22,7 @@ from controller.report.answer import answer_md, repair_rounds_md, savings_md
 from controller.report.figures import FIGURE_NAMES
 from controller.study.stats import min_attainable_p, min_discordant_for_significance, sign_flip_method
 from controller.report.ceiling import ceiling_md
-from controller.study.confidence import confidence_md
+from controller.report.confidence import confidence_md
 from controller.report.comparators import comparators_md
 from controller.report.deviations import deviations_md
 from controller.report.study import STUDY_SECTIONS  # headroom, hypotheses, power, routing: the report opens with them
