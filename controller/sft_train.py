@@ -37,7 +37,8 @@ def _f(default, help: str, **meta):
 
 @dataclass
 class SftConfig:
-    data: str = _f("", "export folder holding train.jsonl (and dev.jsonl, export.json), as --export-sft writes it")
+    data: str | None = _f(None, "export folder holding train.jsonl (and dev.jsonl, export.json), as --export-sft "
+                                "writes it (default: none; required)")
     model: str = _f("smollm2", "base model: a packaged name (smollm2) or a local model folder")
     out: str = _f("runs/sft", "output folder: checkpoints/, the trained model (loadable with --backend hf "
                               "--model OUT), train_log.jsonl")

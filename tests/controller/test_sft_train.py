@@ -2,6 +2,7 @@
 traced with ``--backend hf --model OUT``; bad input is one line and exit 2."""
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -86,7 +87,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, says):
     bad.mkdir()
     (bad / "train.jsonl").write_text("not json\n")
     args = [a.format(tmp=tmp_path, bad=bad) for a in args]
-    with pytest.raises(SystemExit) if "invalid choice" in says else _nothing():
+    with pytest.raises(SystemExit) if "invalid choice" in says else contextlib.nullcontext():
         assert sft_main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0], err
@@ -101,10 +102,3 @@ def test_resume_without_a_run_and_a_full_out_folder_are_refused(tmp_path, export
     assert sft_main(["--data", str(export), "--out", str(out)]) == 2
     assert "not empty" in capsys.readouterr().err
 
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
