@@ -2,7 +2,8 @@
 point, families resampled for its interval, absent features counted as missing (never as 0)."""
 import copy
 
-from controller.study.confidence import _auc, confidence_md, confidence_table
+from controller.report.confidence import confidence_md
+from controller.study.confidence import _auc, confidence_table
 from tracefactory import ANSWER, WRONG, make_record
 
 
