@@ -41,6 +41,32 @@ def _spread(diff: Mapping, field: str, unit: str) -> str:
     return f"{rng} {unit} (higher at {h.get('higher')}, equal {h.get('equal')}, lower {h.get('lower')} of {h.get('of')})"
 
 
+def plane_md(s: Mapping, learners: list[str]) -> list[str]:
+    """The headline on the accuracy-cost plane: each learner against the best random mix of two
+    fixed policies at its own cost (the hull), with the family interval and test."""
+    r = s.get("routing") or {}
+    split = "cv_pooled" if r.get("cv_pooled") else "test"
+    block = (r.get(split) or {}).get("generations") or {}
+    rows = []
+    for name in learners:
+        L = (block.get("learners") or {}).get(name) or {}
+        h = L.get("hull")
+        if not h or h.get("diff") is None:
+            continue
+        pair = " + ".join(f"`{p}`" for p in dict.fromkeys((h["a"], h["b"])))
+        ci = h.get("diff_ci95_family") or [None, None]
+        lo, hi = ("n/a" if v is None else f"{100 * v:+.1f}" for v in ci)
+        rows.append(f"| `{name}` | {L['cost']:.3f} | {h['learner_exact']}/{h['n']} | {h['expected_exact']:.1f} "
+                    f"({pair}, w = {h['w']:.2f}) | {100 * h['diff']:+.1f} pp [{lo}, {hi}] | {h['p_family']:.3g} |")
+    if not rows:
+        return []
+    return [f"**On the accuracy-cost plane** ({split.replace('_', ' ')}, program generations per case): each learner "
+            "against the fixed-policy hull at its own cost, i.e. the best random mix of two fixed policies that "
+            "spends what the learner spends (family-bootstrap interval of the difference; family sign-flip p):", "",
+            "| learner | cost | right | hull expects | difference | p (family) |", "|---|---|---|---|---|---|",
+            *rows, ""]
+
+
 def answer_md(s: Mapping) -> list[str]:
     where, res = _pool(s)
     if not res:
@@ -54,12 +80,14 @@ def answer_md(s: Mapping) -> list[str]:
         picks = ("; in cross-validation each fold chose on its own train + dev: "
                  + ", ".join(f"`{c}` ({folds.count(c)} of {len(folds)} folds)" for c in dict.fromkeys(folds))
                  if folds else "")
-        out += [f"**The best fixed policy** (every repair budget and visible rule, chosen on train + dev by cases "
-                f"right, then cost): `{bf['chosen']}`{picks}.", ""]
+        rule = bf.get("criterion") or "chosen on train + dev"
+        out += [f"**The best fixed policy** (every repair budget and visible rule; {rule}): `{bf['chosen']}`{picks}.",
+                ""]
     names = [p for p in (*LEAD, *_learners(res), ORACLE) if p in res]
     scope = "every scored case once" if where.startswith("pooled") else "the held-out families' scored cases"
     out += [f"Results over {where} ({scope}):", "",
             "| policy | right | program generations |", "|---|---|---|", *[_row(p, res[p]) for p in names], ""]
+    out += plane_md(s, _learners(res))
     diffs = (s.get("split_seeds") or {}).get("differences") or {}
     rows = []
     for learner in _learners(res):

@@ -152,9 +152,13 @@ def routing_md(s: Mapping) -> list[str]:
             f"its expected cost equals the learner's; the learner is tested against it at the family level "
             f"(sign-flip). The hull is the best such mix of any two fixed policies. APGR (RouteLLM's estimator): "
             f"at 10 cost budgets evenly spaced between `{r['weak']}` and `{r['strong']}` (shares 0.1 ... 1.0), the "
-            f"best performance gap recovered by an operating point at or below the budget, averaged (random router "
-            f"{r['random_router_apgr']}); shown for the learner alone with its family-bootstrap interval, and with "
-            f"its lambda sweep where there is one. APGR (interpolated): the older trapezoid through the sweep "
+            f"best performance gap recovered by an operating point at or below the budget, averaged. The random router's "
+            f"{r['random_router_apgr']} spans all ten budgets while one operating point earns credit only above its "
+            f"cost, so the learner's APGR is shown beside the same estimator over the random mix of the two references "
+            f"and over the fixed-policy hull taken at the learner's own cost (learner / random mix / hull), and again "
+            f"over its whole lambda sweep where there is one (sweep points were picked on the split they are scored "
+            f"on). No interval: APGR is a step function of cost, so its bootstrap percentiles are no confidence "
+            f"interval (their spread is in `final_summary.json`). APGR (interpolated): the older trapezoid through the sweep "
             f"anchored at (0, 0) and (1, 1) (random router {r.get('random_router_apgr_interpolated', 0.5)}). "
             "CPT(50%/80%): share of the strong reference's extra cost needed to recover 50%/80% of the gap. "
             "Cost-gap recovered, at matched accuracy only: (always-tool cost - c) / (always-tool cost - oracle "
@@ -162,17 +166,22 @@ def routing_md(s: Mapping) -> list[str]:
             "as always-tool, with a family-bootstrap interval; n/a with the reason when none is. Units: "
             + "; ".join(f"{u.name}: {u.text}" for u in UNITS.values()) + ".", ""] + table(
         ["Split", "Unit", "Learner", "Cost", "Accuracy", f"Mix {r['weak']}+{r['strong']} expected exact (p)",
-         "Hull mix expected exact (p)", "Learner exact", "APGR (RouteLLM) learner [CI]; with sweep",
+         "Hull mix expected exact (p)", "Learner exact", "APGR (RouteLLM) learner / random mix / hull at its cost; sweep",
          "APGR (interpolated)", "CPT(50%)", "CPT(80%)", "Cost-gap recovered at matched accuracy [CI]"],
         rows) + ["Fixed-policy hull (cost, accuracy): " + "; ".join(hull_txt), ""]
 
 
 def _apgr_cell(L: Mapping) -> str:
+    """Learner vs random mix vs hull, all at the learner's costs; the same for the whole sweep."""
     a = L.get("apgr") or {}
-    me, fr = a.get("learner") or {}, a.get("frontier") or {}
-    txt = f"{fixed(me.get('value'))} {interval(me.get('ci95_family'))}".strip()
-    if fr:
-        txt += f"; {fixed(fr.get('value'))}"
+
+    def three(m: Mapping | None) -> str:
+        m = m or {}
+        return " / ".join(fixed(m.get(k)) for k in ("learner", "random_mix", "hull"))
+
+    txt = three(a.get("matched") or {"learner": (a.get("learner") or {}).get("value")})
+    if (a.get("frontier") or {}).get("matched"):
+        txt += f"; sweep {three(a['frontier']['matched'])}"
     return txt
 
 
@@ -182,7 +191,8 @@ def _gap_cell(L: Mapping) -> str:
         return "n/a"
     if m.get("value") is None:
         return f"n/a ({m.get('reason', 'undefined')})"
-    where = "" if m.get("operating_point") == "learner" else f" (at a {m.get('operating_point')} point)"
+    where = ("" if m.get("operating_point") == "learner"
+             else f" (at a {m.get('operating_point')} point selected on this split)")
     return f"{fixed(m['value'])} {interval(m.get('ci95_family'))}{where}".strip()
 
 

@@ -19,10 +19,13 @@ are (RouteLLM, Ong et al. 2024), in each cost unit a run counts:
   and its performance gap recovered PGR = (acc - acc_W) / (acc_S - acc_W). **APGR is RouteLLM's
   estimator** (``routellm_apgr``): 10 cost budgets at shares 0.1, 0.2, ..., 1.0; at each the best
   PGR of an operating point at or below the budget (W and S are operating points); the mean of the
-  10. The random router scores 0.55 on it. Per learner (``apgr``): the learner alone, with a
-  family-bootstrap interval (families resampled, W, S and the learner recomputed), in every split
-  including ``cv_pooled``; and, where the learner has a lambda sweep, the sweep with it (no
-  interval: sweep points carry no per-case outcomes). The older trapezoid area through the sweep
+  10. The random router scores 0.55 on it over all ten budgets, but a single operating point earns
+  credit only at the budgets above its cost, so each learner's APGR is set beside the same
+  estimator over the random mix and the fixed-policy hull *at the same costs* (``matched_apgr``).
+  Per learner (``apgr``): the learner alone, with the family-bootstrap spread of its resamples
+  (``spread95_family``: APGR is a step function of cost, so this is no confidence interval), in
+  every split including ``cv_pooled``; and, where the learner has a lambda sweep, the whole sweep
+  with it, matched the same way (no spread: sweep points carry no per-case outcomes). The older trapezoid area through the sweep
   anchored at (0, 0) and (1, 1) (random router 0.5) is kept as ``apgr_interpolated``. CPT(p) is
   the smallest cost share at which the curve reaches PGR = p (linear between points). Undefined
   (None) when acc_S == acc_W or cost_S <= cost_W.
@@ -308,6 +311,28 @@ def _frontier_points(front: Mapping, split: str, unit: str, direct_total: float)
     return out
 
 
+SPREAD_NOTE = ("family-bootstrap percentiles of APGR, a step function of cost (it jumps where a point crosses a "
+               "budget): a spread of the resamples, not a confidence interval")
+
+
+def matched_apgr(points: Sequence[tuple[float, float]], weak: tuple, strong: tuple, hull: Sequence[tuple]) -> dict:
+    """APGR of the learner's operating points beside the same estimator over baselines *at the same
+    costs*: the weak-strong random mix (PGR = cost share) and the fixed-policy hull. The fair
+    comparison, since the estimator gives any point credit at every budget above its cost (the
+    random router's 0.55 covers all ten budgets, a single point far fewer)."""
+    span = strong[0] - weak[0]
+    mix = [(c, weak[1] + (strong[1] - weak[1]) * min(1.0, max(0.0, (c - weak[0]) / span))) for c, _ in points] \
+        if span > 1e-12 else []
+    hv = [(c, v[0]) for c, _ in points if (v := hull_value(hull, c)) is not None]
+    me, rm = routellm_apgr(points, weak, strong), routellm_apgr(mix, weak, strong) if mix else None
+    hl = routellm_apgr(hv, weak, strong) if len(hv) == len(points) else None
+    return {"learner": me, "random_mix": rm, "hull": hl,
+            "learner_minus_random_mix": None if me is None or rm is None else me - rm,
+            "learner_minus_hull": None if me is None or hl is None else me - hl,
+            "method": "the same estimator over the random mix of the weak and strong references and over the "
+                      "fixed-policy hull, each taken at the learner's operating points' costs"}
+
+
 def learner_routing(name: str, vecs: Mapping[str, Mapping], pts: Mapping[str, dict], hull: list,
                     fixed: Sequence[str], frontier: list[tuple[float, float]] | None, *, seed: int = 0) -> dict:
     """One learner in one unit on one split: its point, every bracketing random mix with a
@@ -335,9 +360,11 @@ def learner_routing(name: str, vecs: Mapping[str, Mapping], pts: Mapping[str, di
             vecs, [name, WEAK, STRONG],
             lambda acc, cost: routellm_apgr([(cost[name], acc[name])], (cost[WEAK], acc[WEAK]),
                                             (cost[STRONG], acc[STRONG])), seed=seed)
+        boot["spread95_family"] = boot.pop("ci95_family")  # percentiles of a step function: not a CI
         out["apgr"] = {"method": APGR_METHOD, "random_router": ROUTELLM_RANDOM_APGR,
-                       "learner": {"value": routellm_apgr([mine], weak, strong), **boot,
+                       "learner": {"value": routellm_apgr([mine], weak, strong), **boot, "spread_note": SPREAD_NOTE,
                                    "operating_points": "the learner alone (with the weak and strong references)"},
+                       "matched": matched_apgr([mine], weak, strong, hull),
                        "frontier": None, "interpolated": None}
         if frontier:
             fc = pgr_curve(frontier, weak, strong)
@@ -352,7 +379,8 @@ def learner_routing(name: str, vecs: Mapping[str, Mapping], pts: Mapping[str, di
                 out["frontier"][f"{k}_cost"] = None if v is None else weak[0] + v * span
             out["apgr"]["frontier"] = {"value": value, "ci95_family": None,
                                        "operating_points": "the learner and its lambda sweep",
-                                       "interval_note": "lambda-sweep points carry no per-case outcomes: no interval"}
+                                       "interval_note": "lambda-sweep points carry no per-case outcomes: no interval",
+                                       "matched": matched_apgr(list(frontier) + [mine], weak, strong, hull)}
             out["apgr"]["interpolated"] = {"value": apgr(fc), "method": "trapezoids through the sweep's PGR curve "
                                                                       "anchored at (0, 0) and (1, 1); random router 0.5"}
         if ORACLE in pts:

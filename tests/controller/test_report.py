@@ -232,3 +232,17 @@ def test_figures_have_no_overlapping_labels_and_no_legend_over_the_data():
                     assert not overlap(leg.get_window_extent(r), ax.get_window_extent(r)), name
         finally:
             plt.close(fig)
+
+
+def test_the_answer_puts_each_learner_beside_the_hull_at_its_own_cost():
+    """The headline comparison is on the accuracy-cost plane: the hull's mix at the learner's cost,
+    with the family interval of the difference and its p (issue: the claim's own comparator)."""
+    from controller.report.answer import plane_md
+
+    hull = {"a": "repair_at_most_1", "b": "always_tool_visible", "w": 0.25, "n": 40, "learner_exact": 30,
+            "expected_exact": 31.5, "diff": -0.0375, "diff_ci95_family": [-0.08, 0.01], "p_family": 0.4}
+    s = {"routing": {"cv_pooled": {"generations": {"learners": {"learned_rule": {"cost": 1.25, "hull": hull}}}}}}
+    text = "\n".join(plane_md(s, ["learned_rule"]))
+    assert "| `learned_rule` | 1.250 | 30/40 | 31.5 (`repair_at_most_1` + `always_tool_visible`, w = 0.25) |" in text
+    assert "-3.8 pp [-8.0, +1.0] | 0.4 |" in text and "cv pooled" in text
+    assert plane_md({"routing": {}}, ["learned_rule"]) == []

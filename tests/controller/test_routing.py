@@ -81,8 +81,14 @@ def test_routing_table_end_to_end_on_hand_built_outcomes():
     assert L["frontier"]["apgr"] == pytest.approx(0.3) and L["frontier"]["apgr_interpolated"] == pytest.approx(0.625)
     assert L["frontier"]["cpt50"] == pytest.approx(0.375) and "RouteLLM" in L["frontier"]["apgr_method"]
     assert L["apgr"]["learner"]["value"] == pytest.approx(0.3) and L["apgr"]["frontier"]["value"] == pytest.approx(0.3)
-    lo, hi = L["apgr"]["learner"]["ci95_family"]
-    assert lo <= 0.3 <= hi
+    lo, hi = L["apgr"]["learner"]["spread95_family"]  # a step function's spread, not named a CI
+    assert lo <= 0.3 <= hi and "ci95_family" not in L["apgr"]["learner"]
+    # at the learner's cost share 0.75 the random mix has PGR 0.75, credited at budgets 0.8 and 0.9
+    # (and the strong reference, 1, at 1.0): (2 * 0.75 + 1) / 10 = 0.25; the hull here is that mix
+    mt = L["apgr"]["matched"]
+    assert mt["random_mix"] == pytest.approx(0.25) and mt["hull"] == pytest.approx(0.25)
+    assert mt["learner_minus_random_mix"] == pytest.approx(0.05)
+    assert L["apgr"]["frontier"]["matched"]["learner"] == pytest.approx(0.3)
     # the learner is exactly as accurate as always-tool: the cost gap is recovered at matched accuracy
     m = L["cost_gap_recovered_matched"]
     assert m["operating_point"] == "learner" and m["value"] == pytest.approx(1 / 3) and m["matched_share"] == 1.0
