@@ -19,6 +19,7 @@ class FakeServer(LocalServer):
 
     def __init__(self, models=("tiny",), has_models=True):
         self.models, self.has_models = list(models), has_models
+        self.refuse_top_k = False  # answer 422 naming the field, as transformers serve does
         self.failures = []  # statuses (or "sleep") to answer before succeeding, in order
         self.bodies, self.headers = [], []
         self.in_flight = self.max_in_flight = 0
@@ -63,6 +64,9 @@ class FakeServer(LocalServer):
                             counted[0] = False
 
                 try:
+                    if server.refuse_top_k and "top_k" in body:
+                        return self._send(422, {"detail": [{"loc": ["body", "top_k"], "msg": "Extra inputs are not "
+                                                                                            "permitted"}]})
                     if fail == "sleep":
                         time.sleep(0.6)
                         return self._send(200, {"choices": []})
@@ -336,3 +340,12 @@ def test_each_finished_request_is_reported_while_the_batch_runs(server):
     b.on_request_done = lambda n: heard.append((n, len(server.bodies)))
     out = b.generate([_req(f"q{i}") for i in range(3)])
     assert heard == [(1, 1), (1, 2), (1, 3)] and len(out) == 3
+
+
+def test_a_server_that_refuses_top_k_is_refused_before_the_run_in_one_line(server):
+    server.refuse_top_k = True
+    with pytest.raises(ValueError, match=r"top_k.*refuses this field \(HTTP 422.*run without --top-k"):
+        OpenAIBackend(_cfg(server.url, top_k=20))
+    assert len(server.bodies) == 1 and server.bodies[0]["max_tokens"] == 1  # one probe, one token
+    OpenAIBackend(_cfg(server.url)).generate([_req("x")])  # without --top-k nothing is asked
+    assert len(server.bodies) == 2

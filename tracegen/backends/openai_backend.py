@@ -215,6 +215,11 @@ class _Pool:
 class OpenAIBackend(Backend):
     name = "openai"
 
+    @classmethod
+    def check_config(cls, config: BackendConfig) -> None:
+        if config.base_url:  # a bad endpoint list is refused before the case files are read
+            parse_base_urls(config.base_url)
+
     def __init__(self, config: BackendConfig):
         super().__init__(config)
         if not config.base_url:
@@ -231,6 +236,8 @@ class OpenAIBackend(Backend):
         self._wall_s = 0.0
         self._logprobs_refused: str | None = None  # why the server would not take ``logprobs``
         self._check_models()
+        if config.top_k is not None:
+            self._check_top_k()
 
     # ------------------------------------------------------------------ http
 
@@ -299,6 +306,23 @@ class OpenAIBackend(Backend):
                 ep.taken_out += 1
                 print(f"warning: {ep.url} is unreachable ({unreachable[ep.url]}); starting without it, "
                       f"probing it again in {ep.cooldown_s:g}s", file=sys.stderr)
+
+    def _check_top_k(self) -> None:
+        """``top_k`` is not an OpenAI field: servers that follow the spec strictly (``transformers
+        serve``) answer 422 at the first request. Ask once, for one token, before the run, so such a
+        server is refused in one line instead of failing the run's first wave."""
+        body = {"model": self.config.model, "messages": [{"role": "user", "content": "ok"}], "max_tokens": 1,
+                "temperature": self.config.temperature, "top_k": self.config.top_k}
+        url = self.pool.acquire(set()).url
+        try:
+            self._call(url, "POST", "/chat/completions", body)
+        except urllib.error.HTTPError as e:
+            text = _error_text(e)
+            if e.code in (400, 422) and "top_k" in text:
+                raise ConfigError(f"the server at {url} refuses this field (HTTP {e.code}: {text[:120]}); "
+                                  "run without --top-k (the model's generation config applies)", "top_k") from None
+        except (_BadBody, *_TRANSIENT):
+            pass  # not about top_k: the run's own requests will meet it and say so
 
     def _backoff(self, attempt: int, retry_after: str | None) -> float:
         if retry_after:
