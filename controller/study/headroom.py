@@ -128,8 +128,25 @@ def headroom_table(records: Sequence[Mapping], results: Mapping | None = None,
         g = policy_gap({p: {"cv_pooled": r} for p, r in cv_results.items()}, "cv_pooled")
         if g:
             out["gap"]["cv_pooled"] = g
+    same = identical_first_programs(records)
+    if same:
+        out["samples"] = same
     out["questions"] = answerable_questions(out)
     return out
+
+
+def identical_first_programs(records: Sequence[Mapping]) -> dict | None:
+    """With K > 1 program samples: how many scored cases drew K identical first programs (a
+    server that samples greedily, or a seed it ignores). There RESAMPLE and cross-checks can
+    add nothing, so it bounds what sampling can answer. None at K = 1."""
+    n = same = 0
+    for r in records:
+        chains = [c for c in [r.get("rounds") or [], *(r.get("samples") or [])] if c]
+        if len(chains) < 2 or r.get("split") not in ("train", "dev", "test") or r["hidden"]["answer"] is None:
+            continue
+        n += 1
+        same += len({c[0].get("raw") for c in chains}) == 1
+    return {"cases": n, "identical_first_programs": same} if n else None
 
 
 def answerable_questions(h: Mapping) -> list[str]:
@@ -160,4 +177,8 @@ def answerable_questions(h: Mapping) -> list[str]:
                "(the direct answer wrong and no program that passes the public example right; a round right on the "
                "hidden answer that fails the public example cannot be committed): "
                "they bound every policy's accuracy, the oracle's included.")
+    sm = h.get("samples")
+    if sm and sm["identical_first_programs"]:
+        out.append(f"{sm['identical_first_programs']} of {sm['cases']} scored cases drew identical first programs in every "
+                   "sample: resampling and cross-checks can change nothing there.")
     return out

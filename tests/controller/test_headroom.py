@@ -58,3 +58,17 @@ def test_the_sentence_names_the_headroom_when_there_is_some():
     recs = [_rec(0, ANSWER, [(True, OTHER)], "a", "test")]
     q = headroom_table(recs)["questions"][0]
     assert q.startswith("1 of 1 scored cases have the direct answer right while the committed program is wrong")
+
+
+def test_identical_first_programs_in_every_sample_are_counted_and_said():
+    """K samples that came out the same (a greedy server, an ignored seed) are named in the
+    headroom, since resampling can change nothing there."""
+    same = make_tree_record("t/t_1", "t", "test", direct=WRONG, chains=([(True, OTHER)], [(True, OTHER)]))
+    for ch in same["samples"]:
+        ch[0]["raw"] = same["rounds"][0]["raw"]
+    differ = make_tree_record("t/t_2", "t", "test", direct=WRONG, chains=([(True, OTHER)], [(True, ANSWER)]))
+    differ["samples"][0][0]["raw"] = differ["rounds"][0]["raw"] + "\n# another"
+    h = headroom_table([same, differ])
+    assert h["samples"] == {"cases": 2, "identical_first_programs": 1}
+    assert any(q.startswith("1 of 2 scored cases drew identical first programs") for q in h["questions"])
+    assert "samples" not in headroom_table([_rec(0, ANSWER, [(True, ANSWER)])])  # K = 1: nothing to say
