@@ -9,6 +9,7 @@ from controller.env.policies import AlwaysTool, DirectOnly, Oracle, VisibleDisag
 from controller.env.registry import REGISTRY, fixed_policies
 from controller.env.simulate import InvalidAction, simulate
 from controller.env.state import ACTIONS, FEATURE_NAMES, State, valid_actions, visible_state, visible_view
+from controller.learn import registry as _learners  # noqa: F401  (the learners add their policies to REGISTRY)
 
 __all__ = [
     "ACTIONS", "FEATURE_NAMES", "State", "valid_actions", "visible_state", "visible_view",

@@ -10,8 +10,10 @@ Roles:
 * ``control``: a learner trained on shuffled labels: never deployable, never a learner;
 * ``oracle``: the hindsight oracle, which reads hidden answers: a ceiling, never deployable.
 
-Every list of policy names in the toolkit derives from this table; a new policy is added here
-once (see docs/development.md#adding-a-policy).
+Every list of policy names in the toolkit derives from this table; a new fixed policy is added
+here once (see docs/development.md#adding-a-policy). The learners' policies (learned, null,
+control) are added by their learner entries (``controller.learn.registry``) through ``register``,
+each at its role's place, so the table lists them in role order.
 """
 from __future__ import annotations
 
@@ -47,21 +49,32 @@ def _specs() -> tuple[PolicySpec, ...]:
         fixed(P.CrossCheck, needs_samples=True),
         fixed(P.ResampleVisible, needs_samples=True),
         PolicySpec(BEST_FIXED, "baseline"),
-        PolicySpec("learned_rule", "learned", seeded=True),
-        PolicySpec("learned_rule_dagger", "learned", seeded=True),
-        PolicySpec("lora_seq_policy", "learned", seeded=True),
-        PolicySpec("lora_dagger", "learned", seeded=True),
-        PolicySpec("majority_action", "null"),
-        PolicySpec("learned_rule_bc_oracle", "null"),
-        PolicySpec("learned_rule_bc_all", "null"),
-        PolicySpec("learned_rule_shuffled", "control"),
-        PolicySpec("lora_shuffled_seq", "control", seeded=True),
         PolicySpec(ORACLE, "oracle"),
     )
 
 
 REGISTRY: dict[str, PolicySpec] = {s.name: s for s in _specs()}
 assert all(s.role in ROLES for s in REGISTRY.values())
+
+
+def register(s: PolicySpec, after: str | None = None) -> PolicySpec:
+    """Add a policy to the table: right after ``after`` when given (a learner built on another
+    is listed beside it), else after the last policy of its role or an earlier one (report order
+    is role order). Registering a name again replaces its entry in place."""
+    if s.role not in ROLES:
+        raise ValueError(f"policy {s.name!r}: unknown role {s.role!r}; use one of {', '.join(ROLES)}")
+    items = [(n, x) for n, x in REGISTRY.items() if n != s.name]
+    if s.name in REGISTRY:
+        at = list(REGISTRY).index(s.name)
+    elif after is not None:
+        at = [n for n, _ in items].index(after) + 1
+    else:
+        rank = ROLES.index(s.role)
+        at = max((i + 1 for i, (_, x) in enumerate(items) if ROLES.index(x.role) <= rank), default=0)
+    items.insert(at, (s.name, s))
+    REGISTRY.clear()
+    REGISTRY.update(items)
+    return s
 
 
 def repair_budget(name: str) -> int | None:

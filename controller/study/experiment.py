@@ -23,19 +23,16 @@ from tracegen.grading import program_right
 from tracegen.errors import check
 
 from controller.env.cost import cost_kinds, cost_units, unit
-from controller.learn.dagger import run_dagger
 from controller.learn.lora import LoraPolicyConfig
-from controller.learn.lora_policy import LoraAdapter, lora_fit
+from controller.learn.lora_policy import LoraAdapter
+from controller.learn.registry import LEARNERS, Fitting
 from controller.learn.task_prompt import use_records
+from controller.study.assemble import assemble, learners
 from controller.study.failures import failure_breakdown, repair_pass_rates
-from controller.learn.nulls import commit_any_headroom, train_nulls
-from controller.env.policies import Oracle
-from controller.env.registry import BEST_FIXED, ORACLE, REGISTRY, fixed_policies, names, spec
-from controller.learn.best_fixed import choose_best_fixed
-from controller.env.resample import has_samples
-from controller.learn.cost_rule import LAMBDAS, fit_learned_rule
-from controller.learn.rule import dev_tie, fit_rule
-from controller.env.traceenv import SPLITS, TraceEnv, max_repairs, scored as _scored
+from controller.learn.nulls import commit_any_headroom
+from controller.env.registry import BEST_FIXED, ORACLE, REGISTRY, names, spec
+from controller.learn.cost_rule import LAMBDAS
+from controller.env.traceenv import SPLITS, TraceEnv, scored as _scored
 from controller.study.cv import run_cv
 from controller.study.savings import savings_table
 from controller.study.sections import study_sections
@@ -133,70 +130,36 @@ def _per_split(outs, seed: int) -> dict:
     return {s: summarize_outcomes([o for o in outs if o["split"] == s], seed=seed) for s in SPLITS}
 
 
-def train_learners(env: TraceEnv, cfg: ExperimentConfig, log=print, nulls: bool = True,
+def fitting(env: TraceEnv, cfg: ExperimentConfig, log=print, lora_worker=None) -> Fitting:
+    """The run's own split as the learners' ``Fitting`` (scored train and dev records)."""
+    return Fitting(env, env.split("train", only_scored=True), env.split("dev", only_scored=True), cfg,
+                   worker=lora_worker, log=log, evaluate=lambda p: _evaluate_on(p, env, cfg.seed))
+
+
+def _which(base_seed: bool):
+    # the base seed trains every learner; a further seed only those retrained per seed (``seeds`` holds claims)
+    return (lambda x: True) if base_seed else (lambda x: x.seeded)
+
+
+def _learner_parts(ctx: Fitting) -> tuple[dict, dict]:
+    """(info, timing) of a fitting, with the LoRA trainings' record (``lora_training``) last."""
+    if ctx.lora_meta:
+        ctx.info["lora_training"] = ctx.lora_meta
+    return ctx.info, ctx.timing
+
+
+def train_learners(env: TraceEnv, cfg: ExperimentConfig, log=print, base_seed: bool = True,
                    lora_worker=None) -> tuple[dict, dict, dict]:
-    """Every learned controller for ``cfg.seed``: (policies, info, timing).
+    """Every learner of the learner table for ``cfg.seed`` (``base_seed``: the ones trained at the
+    base seed only too): (policies in fit order, info, timing).
 
-    info: ``learned_rule`` (model, candidate table, dev tie) and ``dagger`` histories.
-    ``lora_worker``: train the LoRA policies there (``_lora_fit``); their ``info`` and ``timing``
-    entries are then complete once the policies have been used (or the worker closed).
+    ``lora_worker``: train the LoRA policies there; their ``info`` and ``timing`` entries are then
+    complete once the policies have been used (or the worker closed).
     """
-    timing, t0 = {}, time.monotonic()
     use_records(env.records)  # what the LoRA policy's task prompt (--lora-prompt task) reads
-    train = env.split("train", only_scored=True)
-    policies, info = {}, {}
-
-    # --- learned rule: cost-sensitive, its price of tools chosen on dev under the accuracy guard
-    dev = env.split("dev", only_scored=True)
-    rule, data, rule_info = fit_learned_rule(env, train, dev, cfg)
-    lam = rule_info["lambda"]
-    policies["learned_rule"] = rule
-    chosen = next(r for r in rule_info["lambdas"] if r["lambda"] == lam)
-    info["learned_rule"] = {"model": rule.model_name, "candidates": chosen["candidates"],
-                            "dev_tie": dev_tie(chosen["candidates"]), "n_train_states": len(data),
-                            "training": rule_info["training"], "price": {k: v for k, v in rule_info.items()
-                                                                         if k != "training"},
-                            "description": rule.describe()}
-    if nulls:  # reference points for the base seed only, not retrained per seed (``seeds`` holds claims)
-        null_pols, info["nulls"] = train_nulls(train, data, rule.model_name, seed=cfg.seed, cost=cfg.cost, lam=lam)
-        policies.update(null_pols)
-    timing["rule_s"] = round(time.monotonic() - t0, 2)
-
-    # --- LoRA policies: the rule's objective and price; early stopping on labelled dev states
-    lora_meta: dict = {}
-    lora_any = cfg.train_lora or cfg.train_shuffled_lora
-    label = lambda recs: labelled(env.chain_pairs(recs), lam, cfg.cost, commit_any=False, tie_weight=0.0)
-    dev_data = label(dev) if lora_any else None
-    base_data = label(train) if lora_any else None
-    if cfg.train_lora:
-        policies["lora_seq_policy"] = lora_fit(cfg, "lora_seq_policy", False, dev_data, lora_meta, lora_worker,
-                                               timing, "lora_s")(base_data)
-    if cfg.train_shuffled_lora:
-        policies["lora_shuffled_seq"] = lora_fit(cfg, "lora_shuffled_seq", True, dev_data, lora_meta, lora_worker,
-                                                 timing, "lora_shuffled_s")(base_data)
-
-    # --- DAgger ----------------------------------------------------------------------------
-    if cfg.dagger_iters > 0:
-        t = time.monotonic()
-        info["dagger"] = {}
-        fit_rule_iter = lambda d, i: fit_rule(d, rule.model_name, cfg.seed, name="learned_rule_dagger")
-        learners = {"learned_rule": fit_rule_iter}
-        if cfg.train_lora:
-            learners["lora_seq_policy"] = lora_fit(cfg, "lora_dagger", False, dev_data, lora_meta, lora_worker)
-        for lname, fit in learners.items():
-            final, hist = run_dagger(fit, train, iters=cfg.dagger_iters, beta0=cfg.dagger_beta, seed=cfg.seed,
-                                     evaluate=lambda p: _evaluate_on(p, env, cfg.seed), cost=cfg.cost, lam=lam, tie_weight=0.0,
-                                     commit_any=lname == "learned_rule")  # LoRA: no PROGRAM:j (see _lora_examples)
-            info["dagger"][lname] = hist
-            dname = "learned_rule_dagger" if lname == "learned_rule" else "lora_dagger"
-            final.name = dname
-            policies[dname] = final
-            log(f"dagger[{lname}] seed {cfg.seed}: "
-                + ", ".join(f"it{h['iter']} test={h['test']['accuracy']}" for h in hist))
-        timing["dagger_s"] = round(time.monotonic() - t, 2)
-    if lora_meta:
-        info["lora_training"] = lora_meta
-    return policies, info, timing
+    ctx = fitting(env, cfg, log, lora_worker)
+    learned, derived = learners(ctx, _which(base_seed))
+    return {**learned, **derived}, *_learner_parts(ctx)
 
 
 def seed_table(per_seed: dict[int, dict[str, dict]], actions: dict[int, dict[str, tuple]] | None = None) -> dict:
@@ -296,37 +259,30 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
     from dataclasses import replace
 
     env = TraceEnv(records)  # one memo of states, shared by every simulation of these records
-    train = env.split("train", only_scored=True)
-    policies = fixed_policies(max_repairs=max_repairs(records))
-    # the best fixed policy, chosen on train + dev (never test); every learner is compared with it
-    best, best_info = choose_best_fixed(env, policies, train + env.split("dev", only_scored=True), cfg.cost,
-                                         cfg.margin)
-    policies[BEST_FIXED] = best
-    policies[ORACLE] = Oracle(records, cost=cfg.cost)  # unscored cases get DIRECT: no action can be right
-
-    learned, info, timing = train_learners(env, cfg, log=log, lora_worker=worker)
-    info["best_fixed"] = best_info
-    policies.update({k: v for k, v in learned.items() if k not in ("learned_rule_dagger", "lora_dagger")})
+    use_records(env.records)  # what the LoRA policy's task prompt (--lora-prompt task) reads
+    ctx = fitting(env, cfg, log, worker)
+    # the best fixed policy is chosen on train + dev (never test); every learner is compared with it
+    a = assemble(ctx, records, samples_in_best=False)  # unscored cases get DIRECT from the oracle
+    info, timing = _learner_parts(ctx)
+    info["best_fixed"] = a.best_info
+    learned = {**a.learned, **a.derived}
+    policies = {**a.fixed, BEST_FIXED: a.best, ORACLE: a.oracle, **a.learned}
 
     # --- first what no LoRA policy enters (with a worker, it runs while the worker trains): the
-    # rule's budget frontier and cross-validation; they take their places in the summary below
+    # frontiers of the learners that train here and cross-validation; they take their places below
     t = time.monotonic()
-    rule_name = info["learned_rule"]["model"]
-    rule_fit = lambda d, lam: fit_rule(d, rule_name, cfg.seed, name=f"rule_lam{lam}")
-    # at the rule's own price the labels are the learned rule's (same model, data and seed): reuse it
-    rule_frontier = _frontier(rule_fit, env, cfg.frontier_lambdas, cfg,
-                              known={info["learned_rule"]["price"]["lambda"]: learned["learned_rule"]})
-    rule_frontier_s = time.monotonic() - t
+    sweeps = {x.name: x.frontier(ctx) for x in LEARNERS.values() if x.frontier and x.name in learned}
+    sweeps = {k: v for k, v in sweeps.items() if v}  # (prices, fit, known): a learner's frontier this run asks for
+    frontier = {k: _frontier(*sweeps[k], env, cfg) for k in sweeps if not isinstance(learned[k], LoraAdapter)}
+    early_frontier_s = time.monotonic() - t
     cv_parts, cv_timing, cv_pooled, seed_records = (_cross_validation(records, cfg, log, worker) if cfg.cv_folds
                                                      else ({}, {}, {}, None))
 
-    # --- simulate every policy on every split ---------------------------------------------
-    if has_samples(_scored(records)):  # --program-samples K > 1: policies that RESAMPLE
-        policies.update(fixed_policies(chain=False, samples=True))
+    # --- simulate every policy on every split (the K > 1 fixed policies, then the derived learners)
+    policies.update(a.samples)  # --program-samples K > 1: policies that RESAMPLE
     outcomes = _simulate_all(policies, env)
-    for dname in ("learned_rule_dagger", "lora_dagger"):
-        if dname in learned:
-            outcomes[dname] = env.simulate(learned[dname])
+    for dname, pol in a.derived.items():
+        outcomes[dname] = env.simulate(pol)
     results = {name: _per_split(outs, cfg.seed) for name, outs in outcomes.items()}
     info["commit_any_sample"] = commit_any_headroom(records, outcomes[ORACLE], cost=cfg.cost)
     info["savings"] = savings_table(outcomes)
@@ -343,7 +299,7 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
         for i in range(1, cfg.seeds):
             s = cfg.seed + i
             scfg = replace(cfg, seed=s, adapters_dir=f"{cfg.adapters_dir}/seed{s}")
-            pols, sinfo, _ = train_learners(env, scfg, log=log, nulls=False, lora_worker=worker)
+            pols, sinfo, _ = train_learners(env, scfg, log=log, base_seed=False, lora_worker=worker)
             outs = _simulate_all(pols, env)
             per_seed[s] = {k: _per_split(o, s) for k, o in outs.items()}
             actions[s] = {k: _actions(o) for k, o in outs.items()}
@@ -356,12 +312,8 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
 
     # --- budget frontier (the rule's was computed first) -------------------------------------
     t = time.monotonic()
-    summary["frontier"] = {"learned_rule": rule_frontier}
-    if cfg.train_lora and cfg.lora_frontier_lambdas:
-        fit = lora_fit(cfg, "lora_frontier", False, worker=worker)  # no early stopping: one per price
-        summary["frontier"]["lora_seq_policy"] = _frontier(lambda d, lam: fit(d, f"lam{lam}"), env,
-                                                           cfg.lora_frontier_lambdas, cfg)
-    timing["frontier_s"] = round(rule_frontier_s + time.monotonic() - t, 2)
+    summary["frontier"] = {k: frontier[k] if k in frontier else _frontier(*sweeps[k], env, cfg) for k in sweeps}
+    timing["frontier_s"] = round(early_frontier_s + time.monotonic() - t, 2)
 
     # --- cross-validation (computed first) ---------------------------------------------------
     summary.update(cv_parts)
@@ -402,7 +354,7 @@ def _cross_validation(records, cfg: ExperimentConfig, log, worker=None) -> tuple
     return parts, timing, cv.pooled, per_seed
 
 
-def _frontier(fit: Callable, env: TraceEnv, lambdas, cfg: ExperimentConfig, known: dict | None = None) -> dict:
+def _frontier(lambdas, fit: Callable, known: dict | None, env: TraceEnv, cfg: ExperimentConfig) -> dict:
     """Sweep the trade-off weight: oracle labels that charge lam per unit cost -> one policy each.
 
     ``known`` maps a weight to a policy already trained on exactly those labels (not refit).

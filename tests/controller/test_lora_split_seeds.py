@@ -9,10 +9,10 @@ from test_split_seeds import _CountingFit
 
 
 def test_lora_refit_per_fold_at_every_split_seed(monkeypatch):
-    import controller.study.cv as cv
+    import controller.learn.registry as learners  # the LoRA learner's entry trains through lora_fit
 
     counter = _CountingFit()
-    monkeypatch.setattr(cv, "lora_fit", counter)
+    monkeypatch.setattr(learners, "lora_fit", counter)
     cfg = ExperimentConfig(progress=False, frontier_lambdas=(0.0,), train_lora=True, cv_folds=3, split_seeds=2)
     per_seed = split_seed_outcomes(_records(), cfg, log=lambda *a: None)
     names = [n for n, _ in counter.calls]

@@ -187,10 +187,10 @@ class _CountingFit:
 
 @pytest.mark.parametrize("frontier,trainings", [((), 1), ((0.0, 0.5), 3)])
 def test_lora_trains_once_unless_the_frontier_is_asked_for(monkeypatch, frontier, trainings):
-    import controller.study.experiment as exp
+    import controller.learn.registry as learners  # the LoRA learner's entry trains through lora_fit
 
     counter = _CountingFit()
-    monkeypatch.setattr(exp, "lora_fit", counter)
+    monkeypatch.setattr(learners, "lora_fit", counter)
     cfg = _cfg(train_lora=True, lora_frontier_lambdas=frontier)
     summary, outcomes = run_experiment(_records(), cfg, log=lambda *a: None)
     assert len(counter.calls) == trainings
