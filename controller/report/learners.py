@@ -1,17 +1,40 @@
-"""The report's sections on the learners: seeds, the learned rule, DAgger, cross-checks,
-cross-validation and the budget frontier."""
+"""The report's sections on the learners: seeds, each learner's own section (the learned rule,
+DAgger, ...: ``learner_sections``), cross-checks, cross-validation and the budget frontier."""
 from __future__ import annotations
 
+import importlib
 import json
-from typing import Mapping
+from typing import Callable, Mapping
 
 from controller.env.registry import REGISTRY, ordered as ordered_policies
+from controller.learn.registry import LEARNERS, Learner
 from controller.report.figures import COST_UNITS
 from controller.report.fmt import policy_row, ci_pct, exact, num, p_value, pct, policy_headers, pp, splits, table
 from controller.report.split_seeds import render_split_seeds, split_seed_note
 
 # the learners retrained for every seed, read off the registry (no hand list)
 SEEDED = tuple(n for n, sp in REGISTRY.items() if sp.seeded)
+
+
+def section_of(learner: Learner) -> Callable[[Mapping], list[str]] | None:
+    """A learner's report section: its function, or the one its ``"module:function"`` names in
+    ``controller.report`` (the learner table sits below the report and names it only)."""
+    sec = learner.section
+    if sec is None or callable(sec):
+        return sec
+    module, _, name = sec.partition(":")
+    if not module.startswith("controller.report.") or not name:
+        raise ValueError(f"learner {learner.name!r}: section {sec!r} is not 'controller.report.<module>:<function>'")
+    return getattr(importlib.import_module(module), name)
+
+
+def learner_sections(s: Mapping) -> list[str]:
+    """Every registered learner's own section, in the learner table's order (empty ones left out)."""
+    out: list[str] = []
+    for learner in LEARNERS.values():
+        render = section_of(learner)
+        out += render(s) if render else []
+    return out
 
 
 def seeds_md(s: Mapping) -> list[str]:

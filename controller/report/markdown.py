@@ -13,11 +13,10 @@ import os
 from typing import Mapping
 
 from controller.study.failures import DIRECT_CATEGORIES, ROUND_CATEGORIES
-from controller.report.nulls import commit_any_section, nulls_section
+from controller.report.nulls import commit_any_section
 from controller.env.registry import ORACLE, deployable, ordered as ordered_policies
 from controller.report.fmt import policy_row, ci_pct, exact, num, p_value, pct, policy_headers, pp, results, splits, table
-from controller.report.learners import (cross_check_md, cv_md, dagger_md, frontier_md, learned_rule_md, seed_claims,
-                                        seeds_md)
+from controller.report.learners import cross_check_md, cv_md, frontier_md, learner_sections, seed_claims, seeds_md
 from controller.report.answer import answer_md, repair_rounds_md, savings_md
 from controller.report.figures import FIGURE_NAMES
 from controller.study.stats import min_attainable_p, min_discordant_for_significance, sign_flip_method
@@ -350,8 +349,8 @@ def _limitations(s: Mapping) -> list[str]:
     return out
 
 
-SECTIONS = (STUDY_SECTIONS[0], ceiling_md, answer_md, confidence_md, comparators_md, deviations_md, *STUDY_SECTIONS[1:], savings_md, repair_rounds_md, _summary, _split_section, _heldout, _dev_vs_test, _paired, seeds_md, learned_rule_md,
-            nulls_section, dagger_md, cross_check_md, commit_any_section, cv_md, frontier_md, _failures, _run_details,
+SECTIONS = (STUDY_SECTIONS[0], ceiling_md, answer_md, confidence_md, comparators_md, deviations_md, *STUDY_SECTIONS[1:], savings_md, repair_rounds_md, _summary, _split_section, _heldout, _dev_vs_test, _paired, seeds_md, learner_sections,
+            cross_check_md, commit_any_section, cv_md, frontier_md, _failures, _run_details,
             _figures, _limitations)
 
 
