@@ -19,8 +19,8 @@ __all__ = [
     "ConfigError", "UsageError",
 ]
 
-_LAZY = {"run": "controller.pipeline", "analyze": "controller.pipeline", "RunConfig": "controller.pipeline",
-         "UsageError": "controller.pipeline", "ExperimentConfig": "controller.study.experiment",
+_LAZY = {"run": "controller.pipeline", "analyze": "controller.pipeline", "RunConfig": "controller.config",
+         "UsageError": "controller.checks", "ExperimentConfig": "controller.study.experiment",
          "LoraPolicyConfig": "controller.learn.lora", "BackendConfig": "tracegen.backends",
          "RolloutConfig": "tracegen.rollout", "ConfigError": "tracegen.errors"}
 

@@ -63,7 +63,7 @@ TITLES = {"": "run and splits", "backend": "backend (how the model attempts case
 
 def flag_table():
     from controller.args import flags
-    from controller.pipeline import RunConfig
+    from controller.config import RunConfig
 
     return flags(RunConfig)
 
@@ -93,7 +93,8 @@ def message(err) -> str:
 def build_config(args):
     """The ``RunConfig`` of parsed flags; a value no config takes raises ``UsageError`` naming its flag."""
     from controller.args import build, flag_of, values
-    from controller.pipeline import RunConfig, UsageError
+    from controller.checks import UsageError
+    from controller.config import RunConfig
     from tracegen.errors import ConfigError
 
     table = flag_table()

@@ -1,6 +1,6 @@
 """A run's folder: where its files live (``ROOT/reports``), setting the previous run's outputs
 aside before a run writes, and writing a finished run's outputs (summary, report, figures,
-predictions, viewer, SFT export). ``cfg`` is a ``controller.pipeline.RunConfig``."""
+predictions, viewer, SFT export). ``cfg`` is a ``controller.config.RunConfig`` as a run resolved it."""
 from __future__ import annotations
 
 import os

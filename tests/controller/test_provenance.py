@@ -63,16 +63,18 @@ def test_outside_git_and_without_a_study_file(tmp_path):
 def test_pipeline_records_when_the_traces_started_and_keeps_it_on_resume(tmp_path):
     import json
 
-    from controller.pipeline import RunConfig, _traces_started_utc, _run_config_path
+    from controller.checks import traces_started_utc
+    from controller.config import RunConfig
+    from controller.run_folder import run_config_path
 
     cfg = RunConfig(root=str(tmp_path))
-    assert _traces_started_utc(cfg) is None  # no run_config.json yet
-    p = _run_config_path(cfg)
+    assert traces_started_utc(cfg) is None  # no run_config.json yet
+    p = run_config_path(cfg)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(json.dumps({"trace_config": {}}))
-    assert _traces_started_utc(cfg) is None  # an older run_config.json
+    assert traces_started_utc(cfg) is None  # an older run_config.json
     p.write_text(json.dumps({"trace_config": {}, "traces_started_utc": "2026-01-02T11:00:00+00:00"}))
-    assert _traces_started_utc(cfg) == "2026-01-02T11:00:00+00:00"
+    assert traces_started_utc(cfg) == "2026-01-02T11:00:00+00:00"
 
 
 def test_cli_run_records_traces_started_and_settles_the_registration(repo):

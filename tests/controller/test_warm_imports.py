@@ -6,10 +6,11 @@ import sys
 
 SCRIPT = r"""
 import json, os, sys
-from controller.pipeline import WARM_MODULES, _warm_imports
+import controller.pipeline
+from controller.warm import WARM_MODULES, warm_imports
 before = [m for m in WARM_MODULES + ("matplotlib.pyplot",) if m in sys.modules]
 main_nice = os.getpriority(os.PRIO_PROCESS, 0)
-_warm_imports(7).join()
+warm_imports(7).join()
 print(json.dumps({"before": before, "missing": [m for m in WARM_MODULES + ("matplotlib.pyplot",) if m not in sys.modules],
                   "main_nice": [main_nice, os.getpriority(os.PRIO_PROCESS, 0)]}))
 """

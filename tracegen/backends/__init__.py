@@ -5,7 +5,8 @@ import importlib
 
 from tracegen.errors import ConfigError
 
-from .base import Backend, BackendConfig, Completion, Feedback, GenerationRequest, PartialGeneration, Task
+from .base import (Backend, BackendConfig, Completion, Feedback, GenerationRequest, PartialGeneration, Task,
+                   Unanswerable)
 
 # name -> "module:Class"; heavy modules (torch, vllm, http) load only when their backend is chosen
 _REGISTRY: dict[str, str] = {
@@ -36,5 +37,6 @@ def get_backend(config: BackendConfig) -> Backend:
 
 __all__ = [
     "Backend", "BackendConfig", "ConfigError", "Completion", "Feedback", "GenerationRequest", "PartialGeneration", "Task",
+    "Unanswerable",
     "available_backends", "backend_class", "get_backend",
 ]

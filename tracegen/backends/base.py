@@ -194,6 +194,16 @@ class PartialGeneration(RuntimeError):
         self.errors = errors
 
 
+class Unanswerable(KeyError):
+    """A request this backend can never answer (a replayed run never made that generation): the
+    run stops and keeps the records before it. ``field``: the ``BackendConfig`` field at fault."""
+
+    field: str | None = None
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
 class Backend(ABC):
     """A model backend. Subclasses implement ``generate``; ``close`` frees resources."""
 
@@ -201,9 +211,38 @@ class Backend(ABC):
     # capabilities the pipeline asks (it never names a backend):
     deterministic: bool = False  # same requests, same completions; K > 1 samples differ even at temperature 0
     caches_generations: bool = True  # completions kept in the generation cache (reports/cache/generations)
+    # the headroom probe's own kind (it traces with the synthesizer): the run's backend then
+    # answers the probe, so the probe's direct answers and first programs are made once
+    shares_probe: bool = False
+
+    @classmethod
+    def check_config(cls, config: BackendConfig) -> None:
+        """Refuse settings this backend cannot work with, before a run reads or writes anything:
+        raise ``ConfigError`` naming the field. Cheap: no model is loaded, no network asked."""
+
+    @classmethod
+    def preflight(cls, config: BackendConfig) -> None:
+        """What would make building the backend fail slowly (a model neither on disk nor
+        reachable), checked fast: raise ``ValueError`` with one line."""
+
+    @classmethod
+    def request_slice(cls, config: BackendConfig) -> int:
+        """Requests per ``generate`` call when the rollout leaves it to the backend
+        (``RolloutConfig.request_slice`` 0); 0: each round of a wave whole."""
+        return 0
+
+    @classmethod
+    def trace_settings(cls, config: BackendConfig) -> dict:
+        """The settings of ``config``, beyond the sampling ones every backend reads, that change
+        this backend's traces: part of the run's ``trace_config``, so ``--resume`` refuses a change."""
+        return {}
 
     def __init__(self, config: BackendConfig):
         self.config = config
+
+    def check_cases(self, case_ids: list[str]) -> None:
+        """Refuse, before a run writes anything, cases this backend cannot trace: raise
+        ``ConfigError`` naming the field at fault (by default every case can be traced)."""
 
     @property
     def model_name(self) -> str:

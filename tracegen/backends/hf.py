@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import time
 
-from tracegen.models import resolve_model
+from tracegen.models import check_hub_model, resolve_model
 
 from ._tokens import default_top_k, folder_identity, load_model, opens_thinking, render_chat, split_completion
 from .base import Backend, BackendConfig, Completion, GenerationRequest
@@ -47,6 +47,10 @@ from tracegen.errors import ConfigError
 
 class HFBackend(Backend):
     name = "hf"
+
+    @classmethod
+    def preflight(cls, config: BackendConfig) -> None:
+        check_hub_model(config.model)  # offline and not cached: fail now, not after the hub client's retries
 
     def __init__(self, config: BackendConfig):
         super().__init__(config)

@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import json
 
-from .base import Backend, BackendConfig, Completion, GenerationRequest
+from .base import Backend, BackendConfig, Completion, GenerationRequest, Unanswerable
 from tracegen.errors import ConfigError
 
 Key = tuple[str, str, int, int]  # (case_id, kind, round, sample)
 
 
-class ReplayMissError(KeyError):
+class ReplayMissError(Unanswerable):
     """A request the trace file holds no output for."""
 
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0])
+    field = "replay_path"
 
 
 def _completion(part: dict) -> Completion:
@@ -103,9 +102,12 @@ class ReplayBackend(Backend):
         self.index, self.trace_model = load_replay(config.replay_path)
         self._direct = {k[0] for k in self.index if k[1] == "direct"}
 
-    def replays(self, case_id: str) -> bool:
-        """Whether the trace file holds the direct answer of ``case_id`` (where a replay of it starts)."""
-        return case_id in self._direct
+    def check_cases(self, case_ids: list[str]) -> None:
+        """A replay of a case starts from its stored direct answer: the trace file must hold one."""
+        missing = [c for c in case_ids if c not in self._direct]
+        if missing:
+            raise ConfigError(f"{self.config.replay_path} holds no record of {len(missing)} of the {len(case_ids)} "
+                              f"cases to trace (e.g. {missing[0]!r})", "replay_path")
 
     @property
     def model_name(self) -> str:

@@ -140,8 +140,27 @@ class SynthBackend(Backend):
 
     name = "synth"
     deterministic = True
-    caches_generations = False
+    caches_generations = False  # recomputing is cheaper than a disk cache, and workers keep their own
+    shares_probe = True  # the headroom probe traces with the synthesizer: this one answers it
     streams = True
+
+    @classmethod
+    def request_slice(cls, config) -> int:
+        # it streams its answers (``generate_iter``): the rollout gets each round of a wave whole
+        # and checks and counts its answers 8 per worker at a time as they finish, so progress
+        # advances within a wave without the pool waiting at each slice's end
+        return 8 * workers(config)
+
+    @classmethod
+    def trace_settings(cls, config) -> dict:
+        # node budgets fix the answers; the opt-in settings enter only when set, so runs made
+        # before they existed still resume
+        out = {"synth_write_nodes": config.synth_write_nodes, "synth_fix_nodes": config.synth_fix_nodes}
+        if config.synth_time_budget_s:  # a wall-clock cap makes the traces depend on load
+            out["synth_time_budget_s"] = config.synth_time_budget_s
+        if config.synth_compact:
+            out["synth_compact"] = True
+        return out
 
     def __init__(self, config):
         super().__init__(config)
