@@ -8,8 +8,13 @@ issue 33 (figures, report, split seeds and simulate each with their own list of 
 without choices) the fake unit could not even be registered (no `register`, no behaviour or word
 fields), and adding one to `UNITS` by hand left figures, report and split seeds without it.
 
-TODO(learner registry, issue 33 item 1): the learner engineer adds a fake learner here (fit
-function + report section, registered in a test, checked trained, simulated and reported).
+A fake learner registered here (one ``Learner`` entry: its fit and its report section) is fitted
+on the run's split, at every learner seed and in every cross-validation fold, simulated and
+paired-tested like every policy, accepted in ``--policies`` and in a study file's hypotheses,
+and reported (its rows in report order, its own section). On the code before the learner table
+(every learner wired by hand in ``study/experiment.py`` and again in ``study/cv.py``, the
+report's learner sections a hand list in ``report/markdown.py``) a policy added to the policy
+table by hand was accepted by a study file but never fitted, simulated nor reported.
 A fake backend registered here is a ``--backend`` choice and the run config asks its declared
 capabilities (deterministic, caches generations). TODO(issue 33 item 1): the pipeline's remaining
 backend names (request slice, hf hub preflight, synth memo, probe sharing, openai preflight) become
@@ -130,3 +135,93 @@ def test_a_backend_is_chosen_and_asked_from_its_entry(fake_backend, tmp_path):
         ["--backend", "fake", "--program-samples", "2", "--root", str(tmp_path)]))
     # deterministic: K > 1 samples at temperature 0 accepted; no generation cache made up for it
     assert cfg.backend.name == "fake" and cfg.rollout.program_samples == 2 and cfg.backend.cache_dir is None
+
+
+class _FakeLearnerPolicy:
+    """The fake learner's policy: a tool round when one is allowed, else the direct answer."""
+
+    name = "fake_learner"
+
+    def act(self, states):
+        return ["WRITE" if "WRITE" in s.valid_actions else "DIRECT" for s in states]
+
+
+@pytest.fixture
+def fake_learner():
+    from controller.env.registry import PolicySpec
+    from controller.learn.registry import Learner, register, unregister
+
+    fits = []
+
+    def fit(ctx):
+        fits.append((ctx.fold, ctx.cfg.seed, len(ctx.train)))
+        if ctx.fold is None:  # the run's own split: what the report section shows
+            ctx.info["fake_learner"] = {"n_train": len(ctx.train)}
+        return {"fake_learner": _FakeLearnerPolicy()}
+
+    def section(summary):
+        info = summary.get("fake_learner")
+        return ["## Fake learner", "", f"Fitted on {info['n_train']} training cases.", ""] if info else []
+
+    register(Learner("fake_learner", (PolicySpec("fake_learner", "learned"),), fit, section=section, seeded=True,
+                     in_folds=True))
+    try:
+        yield fits
+    finally:
+        unregister("fake_learner")
+
+
+def _one_per_family() -> list[dict]:
+    seen, out = set(), []
+    for line in (ROOT / "results" / "foofah" / "fresh_traces.jsonl").read_text().splitlines():
+        r = json.loads(line) if line.strip() else None
+        if r and r["family"] not in seen:
+            seen.add(r["family"])
+            out.append(r)
+    return out
+
+
+def test_a_learner_is_fitted_evaluated_validated_and_reported_from_its_entry(fake_learner, tmp_path):
+    from controller.env.registry import names, ordered
+    from controller.report.markdown import render_report
+    from controller.study.experiment import ExperimentConfig, run_experiment
+    from controller.study.hypotheses import StudyError, load_study
+
+    study = tmp_path / "fake.toml"
+    study.write_text('name = "fake"\ncost_unit = "generations"\n\n[[hypotheses]]\nname = "fake_beats_direct"\n'
+                     'primary = true\nkind = "accuracy_diff"\npolicies = ["fake_learner", "direct_only"]\n'
+                     'split = "cv_pooled"\n')
+    assert load_study(str(study), known_policies=names(max_repairs=3)).hypotheses  # validated from the table
+    with pytest.raises(StudyError):
+        load_study(str(study), known_policies=[n for n in names(max_repairs=3) if n != "fake_learner"])
+    assert ExperimentConfig(policies=("fake_learner", "direct_only")).policies == ("fake_learner", "direct_only")
+
+    cfg = ExperimentConfig(progress=False, cv_folds=2, seeds=2, rule_lambdas=(0.0,), frontier_lambdas=(0.0,),
+                           study=str(study))
+    summary, outcomes = run_experiment(_one_per_family(), cfg, log=lambda *a: None)
+    # fitted: on the run's split at both learner seeds, and in each of the 2 folds
+    assert sorted((-1 if f is None else f, s) for f, s, _ in fake_learner) == [(-1, 0), (-1, 1), (0, 0), (1, 0)]
+    # evaluated: simulated on every split, seeds, pooled CV, paired tests and the study's hypothesis
+    assert {"dev", "test"} <= set(summary["policy_results"]["fake_learner"]) and outcomes["fake_learner"]
+    assert summary["seeds"]["fake_learner"]["test"]["seeds"] == [0, 1]
+    assert summary["cv"]["pooled"]["fake_learner"]["n"] == sum(f["n_test"] for f in summary["cv"]["folds"])
+    assert "fake_learner" in summary["paired_tests"]["test"]
+    hyp = next(h for h in summary["hypotheses"] if h["name"] == "fake_beats_direct")
+    assert hyp["policies"] == ["fake_learner", "direct_only"] and hyp.get("verdict")
+    # reported: in report order among the learned policies, and its own section
+    order = ordered(summary["policy_results"])
+    assert order.index("lora_seq_policy" if "lora_seq_policy" in order else "learned_rule") < order.index(
+        "fake_learner") < order.index("majority_action")
+    md = render_report(summary)
+    assert f"Fitted on {summary['fake_learner']['n_train']} training cases." in md
+    assert md.index("## Fake learner") > md.index("## Nulls and imitation baselines")
+    assert "| `fake_learner` |" in md
+
+
+def test_every_learner_section_is_a_report_function():
+    from controller.learn.registry import LEARNERS
+    from controller.report.learners import section_of
+
+    for learner in LEARNERS.values():
+        render = section_of(learner)  # a name outside controller.report is refused
+        assert render is None or render({}) == [], learner.name  # a summary without its data: no section
