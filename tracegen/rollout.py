@@ -5,7 +5,12 @@ programs (WRITE) for every program sample j < ``program_samples`` of every case,
 repair round (FIX) for the (case, sample) chains whose program still fails the public example:
 one backend call per wave across cases and samples. The record holds the whole tree: sample 0's
 chain in ``rounds`` and, with K > 1, samples 1..K-1's chains in ``samples`` (schema v2). Every parsed program runs twice in the sandbox (public example, new input) in
-one ``run_many`` batch per wave. Records are appended in case order once their chunk is done.
+one batch per wave, streamed (``Sandbox.iter_many``). Records are appended in case order once their chunk is done.
+
+Memory: a program's output may be 4 MiB of JSON (``sandbox.OutputLimits``), which decodes to tens of MB
+of ``str`` objects. Each output is graded as it arrives, then kept only as JSON text in an unnamed
+temporary file (``_Outputs``) until its case's record is built and written, so the parent holds the
+outputs being graded, not every output of the chunk (``benchmarks/bench_parent_memory.py``).
 
 Stopping: when tracing a chunk stops early (Ctrl-C, SIGTERM, which the CLI turns into
 ``KeyboardInterrupt``, or any error), every case of the chunk that had finished (its direct answer
@@ -24,8 +29,12 @@ token 57/96``), since rows cut at ``--max-new-tokens`` all finish with their bat
 """
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -79,15 +88,76 @@ class RolloutConfig:
 
 @dataclass
 class _Chain:
-    """One program sample of one case: its WRITE and FIX rounds."""
+    """One program sample of one case: its WRITE and FIX rounds (outputs as ``_Stored``)."""
 
     sample: int
     rounds: list = field(default_factory=list)
-    feedback: object = None
 
     @property
     def solved_visible(self) -> bool:
         return bool(self.rounds) and self.rounds[-1]["visible_pass"]
+
+
+class _Outputs:
+    """The program outputs of one chunk while it is traced, as compact JSON text in an unnamed
+    temporary file (the kernel removes it on close or when the process dies). ``put`` returns a
+    handle; ``_Stored.load`` decodes it again, to the same lists (JSON of lists of ``str`` round-trips
+    exactly), when a prompt or a record needs it."""
+
+    def __init__(self) -> None:
+        self._file, self._end = None, 0
+
+    def put(self, table) -> _Stored | None:
+        if table is None:
+            return None
+        data = json.dumps(table, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="ltd-outputs-", buffering=0)
+        fd, at = self._file.fileno(), self._end
+        view = memoryview(data)
+        while view:
+            view = view[os.pwrite(fd, view, at + len(data) - len(view)):]
+        self._end += len(data)
+        return _Stored(self, at, len(data))
+
+    def read(self, at: int, size: int) -> bytes:
+        parts, got = [], 0
+        while got < size:
+            chunk = os.pread(self._file.fileno(), size - got, at + got)
+            if not chunk:
+                raise EOFError("the rollout's output file is shorter than it wrote")
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    __del__ = close
+
+
+class _Stored:
+    """One output in an ``_Outputs`` file."""
+
+    __slots__ = ("store", "at", "size")
+
+    def __init__(self, store: _Outputs, at: int, size: int) -> None:
+        self.store, self.at, self.size = store, at, size
+
+    def load(self):
+        return json.loads(self.store.read(self.at, self.size))
+
+
+def _loaded(rnd: dict) -> dict:
+    """``rnd`` with its outputs decoded (a copy; keys keep their order, so records are byte for byte
+    what they were when rounds held the decoded outputs)."""
+    out = dict(rnd, visible=dict(rnd["visible"]))
+    for holder, key in ((out, "test_output"), (out["visible"], "output")):
+        if isinstance(holder.get(key), _Stored):
+            holder[key] = holder[key].load()
+    return out
 
 
 @dataclass
@@ -97,6 +167,7 @@ class _Attempt:
     task: Task
     direct: dict = field(default_factory=dict)
     chains: list = field(default_factory=list)  # _Chain per sample j < program_samples
+    outputs: _Outputs | None = None  # the chunk's, shared by its attempts
 
     @property
     def rounds(self) -> list:
@@ -201,43 +272,60 @@ def _logprobs_into(part: dict, comp) -> None:
 
 
 def _check_programs(sandbox, attempts: list[_Attempt], reqs: list[GenerationRequest], comps: list,
-                    cfg: RolloutConfig) -> list[tuple[dict, object]]:
+                    cfg: RolloutConfig) -> list[dict]:
     """Run each completion's program on the public example and the new input in one sandbox
-    batch, and return (round dict, repair feedback or None) per request."""
+    batch, and return its round dict per request (outputs as ``_Stored``).
+
+    Results are streamed: a program's round is built as soon as both its runs are in, then its
+    outputs go to the chunk's ``_Outputs`` and only the handles stay."""
     parsed = [parse_code(c.text) for c in comps]
     jobs, owners = [], []
     for i, (a, p) in enumerate(zip(attempts, parsed)):
         if p.value is not None:  # "failed" and "truncated_thinking" hold no program
             jobs += [(p.value, a.case.input_table), (p.value, a.case.test_table)]
             owners.append(i)
-    results = sandbox.run_many(jobs, timeout_s=cfg.exec_timeout_s, memory_mb=cfg.memory_mb) if jobs else []
-    by_owner = {i: (results[2 * k], results[2 * k + 1]) for k, i in enumerate(owners)}
-    out = []
+    out: list = [None] * len(comps)
+    pending: dict[int, object] = {}  # the first run of a program whose other run is not in yet
+    for j, res in (sandbox.iter_many(jobs, timeout_s=cfg.exec_timeout_s, memory_mb=cfg.memory_mb) if jobs else ()):
+        other = pending.pop(j ^ 1, None)
+        if other is None:
+            pending[j] = res
+            continue
+        vis_res, test_res = (res, other) if j % 2 == 0 else (other, res)
+        i = owners[j // 2]
+        out[i] = _round(attempts[i], reqs[i], comps[i], parsed[i], vis_res, test_res)
+        del res, other, vis_res, test_res
     for i, (a, req, comp, p) in enumerate(zip(attempts, reqs, comps, parsed)):
-        if i in by_owner:
-            vis_res, test_res = by_owner[i]
-            visible, test = _run_dict(vis_res, with_output=True), _run_dict(test_res, with_output=False)
-            passed = vis_res.ok and tables_equal(vis_res.output, a.case.output_table)
-            if vis_res.ok and not passed:
-                visible["error"], visible["message"] = "wrong_output", "output differs from the public example"
-            test_output = test_res.output if test_res.ok else None
-        else:
-            msg = f"no program found in the answer: {p.detail}"
-            visible = {"ok": False, "error": "parse", "message": msg, "wall_ms": 0.0, "output": None}
-            test = {"ok": False, "error": "parse", "message": msg, "wall_ms": 0.0}
-            passed, test_output = False, None
-        rnd = {
-            "round": req.round, "kind": req.kind, "raw": comp.text,
-            "code": p.value,
-            "parse": {"status": p.status, "detail": p.detail},
-            "visible": visible, "visible_pass": passed, "test": test, "test_output": test_output,
-            "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
-            "gen_ms": round(comp.latency_ms, 3), "finish_reason": comp.finish_reason,
-            "search_nodes": int(comp.search_nodes),
-        }
-        _logprobs_into(rnd, comp)
-        out.append((rnd, round_feedback(a.task, rnd)))
+        if out[i] is None:
+            out[i] = _round(a, req, comp, p, None, None)
     return out
+
+
+def _round(a: _Attempt, req: GenerationRequest, comp, p, vis_res, test_res) -> dict:
+    """The round dict of one completion from its two runs (None, None: no program was found)."""
+    if vis_res is not None:
+        visible, test = _run_dict(vis_res, with_output=True), _run_dict(test_res, with_output=False)
+        passed = vis_res.ok and tables_equal(vis_res.output, a.case.output_table)
+        if vis_res.ok and not passed:
+            visible["error"], visible["message"] = "wrong_output", "output differs from the public example"
+        visible["output"] = a.outputs.put(visible["output"])
+        test_output = a.outputs.put(test_res.output) if test_res.ok else None
+    else:
+        msg = f"no program found in the answer: {p.detail}"
+        visible = {"ok": False, "error": "parse", "message": msg, "wall_ms": 0.0, "output": None}
+        test = {"ok": False, "error": "parse", "message": msg, "wall_ms": 0.0}
+        passed, test_output = False, None
+    rnd = {
+        "round": req.round, "kind": req.kind, "raw": comp.text,
+        "code": p.value,
+        "parse": {"status": p.status, "detail": p.detail},
+        "visible": visible, "visible_pass": passed, "test": test, "test_output": test_output,
+        "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
+        "gen_ms": round(comp.latency_ms, 3), "finish_reason": comp.finish_reason,
+        "search_nodes": int(comp.search_nodes),
+    }
+    _logprobs_into(rnd, comp)
+    return rnd
 
 
 def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]], rnd: int,
@@ -253,10 +341,16 @@ def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]
         if rnd == 0:
             reqs.append(GenerationRequest("write", write_messages(a.task), a.task, round=0, sample=ch.sample))
         else:
-            prev = ch.rounds[-1]["code"] or ""
-            msgs = round_messages(a.task, ch.rounds, rnd, cfg.repair_history)  # the one prompt builder
-            reqs.append(GenerationRequest("fix", msgs, a.task, round=rnd, previous_code=prev,
-                                          feedback=ch.feedback, sample=ch.sample))
+            # the rounds the prompt shows, decoded for as long as it takes to build it
+            shown = [_loaded(r) if cfg.repair_history or k == rnd - 1 else r for k, r in enumerate(ch.rounds)]
+            msgs = round_messages(a.task, shown, rnd, cfg.repair_history)  # the one prompt builder
+            feedback = round_feedback(a.task, shown[-1])
+            # without the produced table (its row diff is in the message), so a wave's requests
+            # never hold its outputs decoded
+            feedback = feedback and dataclasses.replace(feedback, produced=None)
+            del shown
+            reqs.append(GenerationRequest("fix", msgs, a.task, round=rnd, previous_code=ch.rounds[-1]["code"] or "",
+                                          feedback=feedback, sample=ch.sample))
     batch: list = []
     size = group if group > 0 else len(reqs)
     for k, (i, comp) in enumerate(_answers(backend, reqs, gens)):
@@ -266,15 +360,16 @@ def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]
         got = [items[i] for i, _ in batch]
         results = _check_programs(sandbox, [a for a, _ in got], [reqs[i] for i, _ in batch],
                                   [c for _, c in batch], cfg)
-        for (_, ch), (rnd_dict, feedback) in zip(got, results):
+        for (_, ch), rnd_dict in zip(got, results):
             ch.rounds.append(rnd_dict)
-            ch.feedback = feedback
         batch = []
         yield got
 
 
 def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig) -> dict:
-    programs = [r for ch in a.chains for r in ch.rounds]
+    """The trace record of ``a``, with its outputs decoded from the chunk's ``_Outputs``."""
+    chains = [[_loaded(r) for r in ch.rounds] for ch in a.chains]
+    programs = [r for ch in chains for r in ch]
     parts = [a.direct] + programs
     record = {
         "schema_version": SCHEMA_VERSION,
@@ -282,24 +377,25 @@ def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig) -> dict:
         "backend": backend.name, "model": backend.model_name, "max_repairs": cfg.max_repairs,
         "task": {"input_table": a.case.input_table, "output_table": a.case.output_table,
                  "test_table": a.case.test_table},
-        "direct": a.direct, "rounds": a.rounds,
+        "direct": a.direct, "rounds": chains[0],
         "totals": {
             "prompt_tokens": sum(p["prompt_tokens"] for p in parts),
             "completion_tokens": sum(p["completion_tokens"] for p in parts),
             "gen_ms": round(sum(p["gen_ms"] for p in parts), 3),
             "sandbox_ms": round(sum(r["visible"]["wall_ms"] + r["test"]["wall_ms"] for r in programs), 3),
         },
-        "hidden": hidden_block(a.case, a.direct["table"], [r["test_output"] for r in a.rounds]),
+        "hidden": hidden_block(a.case, a.direct["table"], [r["test_output"] for r in chains[0]]),
     }
     if cfg.program_samples > 1:
-        record["samples"] = [ch.rounds for ch in a.chains[1:]]
-        record["hidden"]["samples"] = [hidden_block(a.case, None, [r["test_output"] for r in ch.rounds])["rounds"]
-                                       for ch in a.chains[1:]]
+        record["samples"] = chains[1:]
+        record["hidden"]["samples"] = [hidden_block(a.case, None, [r["test_output"] for r in ch])["rounds"]
+                                       for ch in chains[1:]]
     return record
 
 
 def _attempts(cases: list[Case], split_of: dict[str, str], cfg: RolloutConfig) -> list[_Attempt]:
-    chunk = [_Attempt(c, split_of.get(c.case_id, "unassigned"), _task(c)) for c in cases]
+    outputs = _Outputs()
+    chunk = [_Attempt(c, split_of.get(c.case_id, "unassigned"), _task(c), outputs=outputs) for c in cases]
     for a in chunk:
         a.chains = [_Chain(j) for j in range(max(cfg.program_samples, 1))]
     return chunk
@@ -314,8 +410,12 @@ def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, s
     ``on_generations(done, total)``, how many requests of the running stage have finished;
     ``on_decoding(tokens, limit)``, the decoding steps of a backend that reports them (hf)."""
     chunk = _attempts(cases, split_of, cfg)
-    _trace(chunk, backend, sandbox, cfg, on_progress, on_generations, on_decoding)
-    return [_record(a, backend, cfg) for a in chunk]
+    try:
+        _trace(chunk, backend, sandbox, cfg, on_progress, on_generations, on_decoding)
+        return [_record(a, backend, cfg) for a in chunk]
+    finally:
+        if chunk:
+            chunk[0].outputs.close()
 
 
 def _trace(chunk: list[_Attempt], backend: Backend, sandbox, cfg: RolloutConfig, on_progress=None,
@@ -418,6 +518,8 @@ def rollout(cases: list[Case], split_of: dict[str, str], backend: Backend, sandb
                     kept = [a for a in chunk if _finished(a, cfg)] if stopped else chunk
                     for a in kept:
                         write(_record(a, backend, cfg))
+                    if chunk:
+                        chunk[0].outputs.close()
                 if stopped:
                     _say(bar, f"tracing stopped: wrote the {len(kept)} finished of the {len(chunk)} cases in the "
                               f"unfinished wave ({written} this run); --resume traces the other "

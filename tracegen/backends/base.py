@@ -32,7 +32,9 @@ class Feedback:
     error: str  # a sandbox error category, "parse" (no code found), "wrong_output", or
     # "new_input_crash" (right on the example, crashed on the new input)
     message: str  # short, model-actionable text
-    produced: Table | None = None  # the program's output on the public example, if any
+    # the program's output on the public example, if any (the rollout's requests leave it None: the
+    # message holds its row diff, and a wave's requests would otherwise hold its outputs decoded)
+    produced: Table | None = None
     # the run on the new input (visible: it needs no answer) when it crashed; "" when it ran
     test_error: str = ""
     test_message: str = ""
