@@ -7,7 +7,7 @@ that reaches a denied call gets an ordinary ``OSError`` instead of a dead proces
 particular it denies: opening files, sockets, ``fork``/``clone`` (no processes, no threads),
 ``execve``, ``kill`` and friends, ``ptrace``, ``setsid``/``setpgid``, mounts, namespaces,
 ``prctl``, ``bpf``, ``io_uring``, ``ioctl``, ``flock`` and the x32 ABI; ``mmap``/``mprotect``
-may not ask for executable memory, the clock calls take only clock ids >= 0 (a negative one
+may not ask for executable memory, ``madvise`` may not ask for ``MADV_MERGEABLE`` (KSM), the clock calls take only clock ids >= 0 (a negative one
 names another process's CPU clock: ``EINVAL``), and ``fcntl`` is limited to commands that change nothing
 shared (``FCNTL_ALLOWED``: no locks, no changes to an open file description). The architecture is checked first, and a foreign one kills the process.
 
@@ -48,7 +48,7 @@ def _arg_lo(i: int) -> int:
 X86_64_ALLOW = {
     "read": 0, "write": 1, "close": 3, "fstat": 5, "poll": 7, "lseek": 8, "munmap": 11,
     "brk": 12, "rt_sigaction": 13, "rt_sigprocmask": 14, "rt_sigreturn": 15, "readv": 19,
-    "writev": 20, "select": 23, "sched_yield": 24, "mremap": 25, "madvise": 28,
+    "writev": 20, "select": 23, "sched_yield": 24, "mremap": 25,
     "nanosleep": 35, "getpid": 39, "exit": 60, "gettimeofday": 96,
     "getrusage": 98, "times": 100, "getuid": 102, "getgid": 104, "geteuid": 107,
     "getegid": 108, "getppid": 110, "sigaltstack": 131, "gettid": 186, "time": 201,
@@ -59,6 +59,10 @@ X86_64_ALLOW = {
 X86_64_NO_EXEC = {"mmap": 9, "mprotect": 10}  # allowed unless PROT_EXEC is asked for
 X86_64_OPEN = {"open": 2, "creat": 85, "openat": 257, "openat2": 437}  # -> EACCES
 X86_64_FCNTL = 72  # allowed only for the commands below
+# madvise with any advice but MADV_MERGEABLE: with KSM on, merged pages are a timing channel between
+# runs (a write to a page merged with another run's copy takes a copy-on-write fault)
+X86_64_MADVISE = 28
+MADV_MERGEABLE = 12
 # Allowed only for clock ids >= 0: a negative id names another process's or thread's CPU clock
 # (``~pid << 3 | type``), e.g. the worker's, whose CPU time counts the runs before this one.
 X86_64_CLOCK = {"clock_gettime": 228, "clock_getres": 229, "clock_nanosleep": 230}
@@ -98,6 +102,7 @@ def instructions() -> list[tuple[int, int, int, int]] | None:
     for nr in sorted(X86_64_NO_EXEC.values()):
         prog.append([JEQ_K, "noexec", 0, nr])
     prog.append([JEQ_K, "fcntl", 0, X86_64_FCNTL])
+    prog.append([JEQ_K, "madvise", 0, X86_64_MADVISE])
     for nr in sorted(X86_64_CLOCK.values()):
         prog.append([JEQ_K, "clock", 0, nr])
     labels = {"deny": len(prog)}  # the default: every syscall not matched above
@@ -107,6 +112,8 @@ def instructions() -> list[tuple[int, int, int, int]] | None:
     labels["clock"] = len(prog)  # clockid_t is an int: its sign is the low word's top bit
     prog += [[LD_ABS_W, 0, 0, _arg_lo(0)], [JSET_K, 0, "allow", 0x80000000],
              [RET_K, 0, 0, RET_ERRNO | errno.EINVAL]]
+    labels["madvise"] = len(prog)  # the advice is an int: its low word is all of it
+    prog += [[LD_ABS_W, 0, 0, _arg_lo(2)], [JEQ_K, 0, "allow", MADV_MERGEABLE], [RET_K, 0, 0, deny]]
     labels["fcntl"] = len(prog)  # the command is an unsigned int: its low word is all of it
     prog.append([LD_ABS_W, 0, 0, _arg_lo(1)])
     for cmd in sorted(FCNTL_ALLOWED.values()):
