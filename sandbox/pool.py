@@ -537,7 +537,7 @@ def protections() -> dict[str, bool | str]:
     Keys with ``True``/``False``: ``fresh_process_per_run``, ``cleared_env``, ``closed_fds``,
     ``rlimits``, ``no_new_privs``, ``seccomp``, ``drop_uid``, ``chroot``, ``non_dumpable``,
     ``parent_death_signal``, ``pid_namespace``, ``net_namespace``, ``ipc_namespace``,
-    ``mount_namespace``, ``uts_namespace``; strings: ``arch`` and ``notes`` (why something is
-    missing, empty when nothing is).
+    ``mount_namespace``, ``uts_namespace``, ``time_namespace``, ``own_dev_null``; strings: ``arch``
+    and ``notes`` (why something is missing, empty when nothing is).
     """
     return default_sandbox().protections()

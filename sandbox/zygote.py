@@ -10,10 +10,11 @@ of any folder of the parent's. It then:
    and removes every host path from ``sys`` and the modules (``hide_host_paths``);
 2. enters new mount, network, IPC, UTS and PID namespaces where the kernel permits (PID: the
    process forks once, and the copy, pid 1 of the new namespace, serves; when it dies the
-   kernel kills every process left in the namespace), mounts an empty read-only tmpfs over a
-   standard folder (``/tmp``) of its private mount namespace and ``chroot``s into it, sets
-   no-new-privileges and the resource limits that are the same for every run (all inherited
-   by each child);
+   kernel kills every process left in the namespace) and a time namespace for what it forks
+   (its monotonic and boot clocks start near 1 s), mounts an empty read-only tmpfs over a
+   standard folder (``/tmp``) of its private mount namespace, holding only ``dev/null`` (a null
+   device of its own), and ``chroot``s into it, sets no-new-privileges and the resource limits
+   that are the same for every run (all inherited by each child);
 3. forks a probe child that applies every per-run protection and runs a self-test program,
    and keeps exactly the protections that worked (``protections()`` reports them; each later
    child must apply all of them or refuse to run), then runs the self-test once itself so
@@ -44,6 +45,7 @@ import os
 import resource
 import select
 import signal
+import stat
 import struct
 import sys
 import time
@@ -107,20 +109,24 @@ def enter_namespaces(report: dict, req_fd: int, resp_fd: int) -> None:
         lib = _kernel.libc()
         if lib.sethostname(b"sandbox", 7) or lib.setdomainname(b"(none)", 6):
             report["notes"].append("uts names: could not be set")
-    report["root_mounted"] = False
+    report["root_mounted"] = report["own_dev_null"] = False
     if report["mount_namespace"]:
         try:  # nothing mounted here may leak back, then an empty read-only root for children
             _kernel.mount(None, "/", None, _kernel.MS_REC | _kernel.MS_PRIVATE)
             here = next(p for p in MOUNT_POINTS if os.path.isdir(p))
-            _kernel.mount("tmpfs", here, "tmpfs", _kernel.MS_RDONLY | _kernel.MS_NOSUID
-                          | _kernel.MS_NODEV | _kernel.MS_NOEXEC, "size=4k,mode=0555")
+            flags = _kernel.MS_NOSUID | _kernel.MS_NOEXEC
+            _kernel.mount("tmpfs", here, "tmpfs", flags | _kernel.MS_NODEV, "size=4k,mode=0555")
             # Walk into the mount by name, so the ``chroot(".")`` that follows makes the empty
             # tmpfs the root. (A standard folder, and only in this private mount namespace: the
             # worker never learns the name of any folder of the parent's.)
             os.chdir(here)
+            flags |= own_dev_null(report)
+            _kernel.mount(None, ".", None, _kernel.MS_REMOUNT | _kernel.MS_RDONLY | flags)
             report["root_mounted"] = True
         except (OSError, StopIteration) as exc:
+            report["own_dev_null"] = False
             report["notes"].append(f"read-only root: {getattr(exc, 'strerror', 'no folder')}")
+    enter_time_namespace(report)
     if report["pid_namespace"]:
         pid = os.fork()
         if pid:  # the outer process only waits, so the parent can still kill its group
@@ -129,6 +135,50 @@ def enter_namespaces(report: dict, req_fd: int, resp_fd: int) -> None:
             _, status = os.waitpid(pid, 0)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def own_dev_null(report: dict) -> int:
+    """Make ``dev/null`` in the new root (the working directory, still writable): a null device
+    of this worker's own, so a run's ``fstat`` of fds 0-2 shows the root tmpfs's device and a
+    small inode, not the host ``/dev/null``'s (its inode and its time, which is the host's boot).
+    The root must then allow device files: ``MS_NODEV`` is dropped for it (returned as the flag
+    to remount with: 0), and kept (``MS_NODEV``) when ``mknod`` is refused; the children then
+    open the host's ``/dev/null`` as before."""
+    try:
+        os.mkdir("dev", 0o555)
+        os.mknod("dev/null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.chmod("dev/null", 0o666)  # (the umask)
+    except OSError as exc:
+        report["notes"].append(f"own /dev/null: {exc.strerror}")
+        return _kernel.MS_NODEV
+    report["own_dev_null"] = True
+    return 0
+
+
+def enter_time_namespace(report: dict) -> None:
+    """A time namespace for every process forked from here on, its ``CLOCK_MONOTONIC`` and
+    ``CLOCK_BOOTTIME`` starting near 1 s: a run no longer reads the host's uptime. The offsets
+    must be written before any process enters it (the next fork). Skipped, with a note, where
+    the kernel has none (``EINVAL``) or refuses (``EPERM``)."""
+    report["time_namespace"] = False
+    try:
+        _kernel.unshare(_kernel.CLONE_NEWTIME)
+    except OSError as exc:
+        report["notes"].append(f"time namespace: {exc.strerror}")
+        return
+    lines = []
+    for name, clock in (("monotonic", time.CLOCK_MONOTONIC), ("boottime", time.CLOCK_BOOTTIME)):
+        lines.append(f"{name} {1 - int(time.clock_gettime(clock))} 0")
+    try:
+        fd = os.open("/proc/self/timens_offsets", os.O_WRONLY)
+        try:
+            os.write(fd, "\n".join(lines).encode())
+        finally:
+            os.close(fd)
+    except OSError as exc:  # the namespace is entered, with no offset: the host's clocks
+        report["notes"].append(f"time namespace offsets: {exc.strerror}")
+        return
+    report["time_namespace"] = True
 
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -808,14 +858,14 @@ def reset_hash(addr: int, size: int, floor: int, reach: int = 1 << 16) -> bool:
 
 
 def main(options: dict) -> None:
-    for name in ("LD_BIND_NOW", "PYTHONHASHSEED"):  # read at start-up; programs see neither
+    # read at start-up (TZ by ``import time``, so the host's timezone is never cached); programs
+    # see none of them
+    for name in ("LD_BIND_NOW", "PYTHONHASHSEED", "TZ"):
         os.environ.pop(name, None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     req_fd, resp_fd = _high_fd(0), _high_fd(1)
     devnull = os.open("/dev/null", os.O_RDWR)  # lands on fd 0, freed just above
     os.dup2(devnull, 1)
-    # Each child gets a /dev/null of its own, opened through this (the chroot hides /dev).
-    dev_fd = _high_fd(os.open("/dev", os.O_PATH | os.O_DIRECTORY))
     preload()
     paths = needles(host_paths())
     hide_host_paths()
@@ -823,6 +873,9 @@ def main(options: dict) -> None:
                     "cleared_env": set(os.environ) <= {"LC_CTYPE"},  # set by Python itself
                     "arch": os.uname().machine, "notes": []}
     enter_namespaces(report, req_fd, resp_fd)
+    # Each child gets a /dev/null of its own (opened per run), through this handle on the
+    # worker's own dev/ in the new root, or on the host's /dev (the chroot hides both)
+    dev_fd = _high_fd(os.open("dev" if report["own_dev_null"] else "/dev", os.O_PATH | os.O_DIRECTORY))
     try:
         status_fd = _high_fd(os.open("/proc/self/statm", os.O_RDONLY))
         maps_fd = _high_fd(os.open("/proc/self/maps", os.O_RDONLY))
