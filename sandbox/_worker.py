@@ -21,10 +21,10 @@ import zlib
 from . import _wire
 
 SOURCE_DIR = os.path.dirname(os.path.abspath(__file__))
-MODULES = ("_wire", "_kernel", "_seccomp", "policy", "_child", "zygote")  # dependency order
+MODULES = ("_wire", "_kernel", "_seccomp", "policy", "_child", "_scrub", "_confine", "zygote")  # dependency order
 
 # The worker's whole command line (``python -s -S -B -c BOOT``): it names no path but the
-# interpreter's (which the worker overwrites in its own memory, ``zygote.scrub``). The sandbox's
+# interpreter's (which the worker overwrites in its own memory, ``_scrub.scrub``). The sandbox's
 # modules and the options arrive through the request pipe as one frame (4-byte length, then
 # zlib-compressed JSON ``{"modules": [[name, source], ...], "options": {...}}``), and are
 # compiled under ``<sandbox>/NAME.py`` names: the worker never learns where the project lives.

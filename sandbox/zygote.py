@@ -7,19 +7,19 @@ with address-space randomisation off, then compiles this module and its siblings
 of any folder of the parent's. It then:
 
 1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never needs the file system,
-   and removes every host path from ``sys`` and the modules (``hide_host_paths``);
-2. enters new mount, network, IPC, UTS and PID namespaces where the kernel permits (PID: the
-   process forks once, and the copy, pid 1 of the new namespace, serves; when it dies the
-   kernel kills every process left in the namespace) and a time namespace for what it forks
-   (its monotonic and boot clocks start near 1 s), mounts an empty read-only tmpfs over a
-   standard folder (``/tmp``) of its private mount namespace, holding only ``dev/null`` (a null
-   device of its own), and ``chroot``s into it, sets no-new-privileges and the resource limits
-   that are the same for every run (all inherited by each child);
+   and removes every host path from ``sys`` and the modules (``_scrub.hide_host_paths``);
+2. (``_confine``) enters new mount, network, IPC, UTS and PID namespaces where the kernel
+   permits (PID: the process forks once, and the copy, pid 1 of the new namespace, serves; when
+   it dies the kernel kills every process left in the namespace) and a time namespace for what
+   it forks (its monotonic and boot clocks start near 1 s), mounts an empty read-only tmpfs over
+   a standard folder (``/tmp``) of its private mount namespace, holding only ``dev/null`` (a
+   null device of its own), and ``chroot``s into it, sets no-new-privileges and the resource
+   limits that are the same for every run (all inherited by each child);
 3. forks a probe child that applies every per-run protection and runs a self-test program,
    and keeps exactly the protections that worked (``protections()`` reports them; each later
    child must apply all of them or refuse to run), then runs the self-test once itself so
    lazy initialisation happens here and not in every child, and overwrites every copy of a
-   host path in its memory (``scrub``, which also resets the cached hashes of the strings it
+   host path in its memory (``_scrub.scrub``, which also resets the cached hashes of the strings it
    rewrote); nothing is read from the host's procfs after that but page counts (``statm``);
 4. forks the pristine *template* and becomes the *collector*. For each request the collector
    reads the 16-byte header (sizes and limits only) and hands it to the template, which lays
@@ -45,28 +45,22 @@ import os
 import resource
 import select
 import signal
-import stat
 import struct
-import sys
 import time
 
 try:
-    from . import _child, _kernel, _seccomp, _wire, policy
+    from . import _child, _confine, _kernel, _scrub, _seccomp, _wire, policy
 except ImportError:
     import _child
+    import _confine
     import _kernel
+    import _scrub
     import _seccomp
     import _wire
     import policy
 
 MIB = 1 << 20
 NOBODY = 65534
-NAMESPACES = {"mount_namespace": _kernel.CLONE_NEWNS, "net_namespace": _kernel.CLONE_NEWNET,
-              "ipc_namespace": _kernel.CLONE_NEWIPC, "uts_namespace": _kernel.CLONE_NEWUTS,
-              "pid_namespace": _kernel.CLONE_NEWPID}
-# Where the empty root is mounted, in the worker's own mount namespace: a standard folder,
-# so no name of the parent's (its temporary folder, its pid) ever reaches the worker.
-MOUNT_POINTS = ("/tmp", "/mnt", "/var/tmp", "/media", "/srv")
 SELF_TEST = """
 import re, json, datetime, statistics, collections, math, itertools
 def transform(table):
@@ -90,95 +84,6 @@ def preload() -> None:
             __import__(name)
         except ImportError:
             pass
-
-
-def enter_namespaces(report: dict, req_fd: int, resp_fd: int) -> None:
-    """Unshare what the kernel permits; with a PID namespace, only the forked copy returns."""
-    try:
-        _kernel.unshare(sum(NAMESPACES.values()))
-        report.update({name: True for name in NAMESPACES})
-    except OSError:
-        for name, flag in NAMESPACES.items():
-            try:
-                _kernel.unshare(flag)
-                report[name] = True
-            except OSError as exc:
-                report[name] = False
-                report["notes"].append(f"{name}: {exc.strerror}")
-    if report["uts_namespace"]:  # the copy of the host's names it starts with: neutral ones
-        lib = _kernel.libc()
-        if lib.sethostname(b"sandbox", 7) or lib.setdomainname(b"(none)", 6):
-            report["notes"].append("uts names: could not be set")
-    report["root_mounted"] = report["own_dev_null"] = False
-    if report["mount_namespace"]:
-        try:  # nothing mounted here may leak back, then an empty read-only root for children
-            _kernel.mount(None, "/", None, _kernel.MS_REC | _kernel.MS_PRIVATE)
-            here = next(p for p in MOUNT_POINTS if os.path.isdir(p))
-            flags = _kernel.MS_NOSUID | _kernel.MS_NOEXEC
-            _kernel.mount("tmpfs", here, "tmpfs", flags | _kernel.MS_NODEV, "size=4k,mode=0555")
-            # Walk into the mount by name, so the ``chroot(".")`` that follows makes the empty
-            # tmpfs the root. (A standard folder, and only in this private mount namespace: the
-            # worker never learns the name of any folder of the parent's.)
-            os.chdir(here)
-            flags |= own_dev_null(report)
-            _kernel.mount(None, ".", None, _kernel.MS_REMOUNT | _kernel.MS_RDONLY | flags)
-            report["root_mounted"] = True
-        except (OSError, StopIteration) as exc:
-            report["own_dev_null"] = False
-            report["notes"].append(f"read-only root: {getattr(exc, 'strerror', 'no folder')}")
-    enter_time_namespace(report)
-    if report["pid_namespace"]:
-        pid = os.fork()
-        if pid:  # the outer process only waits, so the parent can still kill its group
-            os.close(req_fd)
-            os.close(resp_fd)
-            _, status = os.waitpid(pid, 0)
-            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-        _kernel.prctl(_kernel.PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def own_dev_null(report: dict) -> int:
-    """Make ``dev/null`` in the new root (the working directory, still writable): a null device
-    of this worker's own, so a run's ``fstat`` of fds 0-2 shows the root tmpfs's device and a
-    small inode, not the host ``/dev/null``'s (its inode and its time, which is the host's boot).
-    The root must then allow device files: ``MS_NODEV`` is dropped for it (returned as the flag
-    to remount with: 0), and kept (``MS_NODEV``) when ``mknod`` is refused; the children then
-    open the host's ``/dev/null`` as before."""
-    try:
-        os.mkdir("dev", 0o555)
-        os.mknod("dev/null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-        os.chmod("dev/null", 0o666)  # (the umask)
-    except OSError as exc:
-        report["notes"].append(f"own /dev/null: {exc.strerror}")
-        return _kernel.MS_NODEV
-    report["own_dev_null"] = True
-    return 0
-
-
-def enter_time_namespace(report: dict) -> None:
-    """A time namespace for every process forked from here on, its ``CLOCK_MONOTONIC`` and
-    ``CLOCK_BOOTTIME`` starting near 1 s: a run no longer reads the host's uptime. The offsets
-    must be written before any process enters it (the next fork). Skipped, with a note, where
-    the kernel has none (``EINVAL``) or refuses (``EPERM``)."""
-    report["time_namespace"] = False
-    try:
-        _kernel.unshare(_kernel.CLONE_NEWTIME)
-    except OSError as exc:
-        report["notes"].append(f"time namespace: {exc.strerror}")
-        return
-    lines = []
-    for name, clock in (("monotonic", time.CLOCK_MONOTONIC), ("boottime", time.CLOCK_BOOTTIME)):
-        lines.append(f"{name} {1 - int(time.clock_gettime(clock))} 0")
-    try:
-        fd = os.open("/proc/self/timens_offsets", os.O_WRONLY)
-        try:
-            os.write(fd, "\n".join(lines).encode())
-        finally:
-            os.close(fd)
-    except OSError as exc:  # the namespace is entered, with no offset: the host's clocks
-        report["notes"].append(f"time namespace offsets: {exc.strerror}")
-        return
-    report["time_namespace"] = True
 
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -220,41 +125,13 @@ def probe(plan: dict) -> tuple[dict, str]:
     return report, message if report.pop("self_test", "?") else ""
 
 
-def confine_worker(report: dict) -> list:
-    """What every child inherits: an empty root, no-new-privileges, per-run-invariant rlimits.
-
-    Returns the rlimits each child must still set itself. The worker needs no file after
-    this (every module is loaded), so it ``chroot``s itself into its empty working directory
-    and its children start there; unprivileged, they cannot leave it.
-    """
-    try:
-        if not report.get("root_mounted"):  # never chroot into a folder of the host's
-            raise OSError(0, "no empty root was mounted")
-        os.chroot(".")
-        os.chdir("/")
-        report["chroot"] = True
-    except OSError as exc:
-        report["chroot"] = False
-        report["notes"].append(f"chroot: {exc.strerror}")
-    try:
-        _kernel.prctl(_kernel.PR_SET_NO_NEW_PRIVS, 1)
-        report["no_new_privs"] = True
-    except OSError as exc:
-        report["no_new_privs"] = False
-        report["notes"].append(f"no_new_privs: {exc.strerror}")
-    static, per_child = list(_child.STATIC_RLIMITS), []
-    (static if os.geteuid() == 0 else per_child).append((resource.RLIMIT_NPROC, 0))
-    _child.set_rlimits(static)
-    return per_child
-
-
 def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_fd: int) -> dict:
     root = os.geteuid() == 0
     fprog = _seccomp.build()
     plan = {"uid": NOBODY if root else None,
             "gid": NOBODY, "worker_pid": os.getpid(), "limits": limits, "ast_check": ast_check,
             "death_signal": not report["pid_namespace"],
-            "child_rlimits": tuple(confine_worker(report)),
+            "child_rlimits": tuple(_confine.confine_worker(report)),
             "seccomp": None if fprog is None else _seccomp.ctypes.addressof(fprog),
             "required": {}, "cpu_s": 10, "as_bytes": _vm_status(status_fd)[0] + 1024 * MIB,
             "dev_fd": dev_fd, "_fprog": fprog}
@@ -656,207 +533,6 @@ def _high_fd(fd: int) -> int:
     return high
 
 
-def hide_host_paths() -> None:
-    """Leave no path of this machine where a program looks: ``sys.argv``, ``sys.path``, the
-    interpreter's prefixes, modules' ``__file__``/``__cached__``/``__spec__``/``__path__``.
-
-    Every module is loaded by now, and the sandbox's own code was compiled under ``<sandbox>/``
-    names (``_worker.BOOT``). Not covered: ``co_filename`` of the standard library's code
-    objects, which still names where Python is installed.
-    """
-    sys.argv, sys.orig_argv, sys.path = ["transform"], [], []
-    sys.path_importer_cache.clear()
-    for name in ("executable", "_base_executable", "prefix", "base_prefix", "exec_prefix",
-                 "base_exec_prefix", "_stdlib_dir", "pycache_prefix", "_home"):
-        if hasattr(sys, name):
-            setattr(sys, name, None if name in ("pycache_prefix", "_home") else "")
-    for module in list(sys.modules.values()):
-        for attr in ("__file__", "__cached__"):
-            if hasattr(module, attr):
-                try:
-                    delattr(module, attr)
-                except (AttributeError, TypeError):
-                    pass
-        if isinstance(getattr(module, "__path__", None), list):
-            module.__path__ = []
-        spec = getattr(module, "__spec__", None)
-        if spec is not None:
-            try:
-                spec.origin, spec.cached, spec.has_location = None, None, False
-                if spec.submodule_search_locations is not None:
-                    spec.submodule_search_locations = []
-            except AttributeError:
-                pass
-
-
-# Standard places: naming them tells a program nothing about this machine, and scrubbing them
-# would rewrite unrelated strings (``os.defpath``).
-_STANDARD = frozenset({"/", "/usr", "/usr/local", "/opt", "/bin", "/sbin", "/lib", "/lib64",
-                       "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/local/bin",
-                       "/usr/local/lib", "/tmp", "/var/tmp"})
-
-
-def host_paths() -> list[str]:
-    """The host paths this worker knows (read before ``hide_host_paths``), longest first: the
-    interpreter's install folders and every parent of them. Its working directory is ``/``
-    (the parent starts it there), so it never knows the parent's folders at all. Standard
-    system folders are left out. Every parent too, not just the deepest path: a copy of a
-    path the heap has half reused, or a shorter path of its own, still names the folders above.
-    """
-    found = set()
-    for name in ("executable", "_base_executable"):
-        path = getattr(sys, name, None)
-        if path:
-            found.update({os.path.dirname(path), os.path.dirname(os.path.realpath(path))})
-    for name in ("prefix", "base_prefix", "exec_prefix", "base_exec_prefix", "_stdlib_dir"):
-        path = getattr(sys, name, None)
-        if path:
-            found.update({path, os.path.realpath(path)})
-    for path in list(found):
-        while path not in ("/", ""):
-            found.add(path)
-            path = os.path.dirname(path)
-    found = {p for p in found if len(p) >= 4 and p not in _STANDARD and not (
-        os.path.dirname(p) in _STANDARD and os.path.basename(p).startswith(("python", "bin")))}
-    return sorted(found, key=lambda p: (-len(p), p))
-
-
-_BYTES_DATA = sys.getsizeof(b"") - 1  # where a bytes object's data starts, from its address
-
-
-def needles(paths: list[str]) -> list[tuple[bytes, bytes]]:
-    """``(path bytes, filler)`` in each encoding a copy may take (made before the codecs'
-    modules lose their paths): UTF-8 and UTF-32 (``wchar_t``), Latin-1/UTF-16 when not ASCII.
-    Longest first. Also each long path's UTF-8 tail without its first 8 and 16 bytes: what is
-    left of a freed heap copy once malloc has written its list pointers over the start."""
-    variants, seen = [], set()
-    for path in paths:
-        for enc in ("utf-8", "latin-1", "utf-16-le", "utf-32-le"):
-            if enc in ("latin-1", "utf-16-le") and path.isascii():
-                continue
-            try:
-                data = path.encode(enc)
-            except UnicodeEncodeError:
-                continue
-            forms = [data]
-            if enc == "utf-8":
-                forms += [data[k:] for k in (8, 16) if len(data) - k >= 12 and b"/" in data[k:]]
-            for form in forms:
-                if form not in seen:
-                    seen.add(form)
-                    variants.append((form, b"x" * len(form) if enc == "utf-8"
-                                     else "x".encode(enc) * (len(form) // len("x".encode(enc)))))
-    variants.sort(key=lambda v: -len(v[0]))
-    return variants
-
-
-def scrub(variants: list[tuple[bytes, bytes]], maps_fd: int) -> int:
-    """Overwrite every copy of the ``needles`` in this process's writable memory; the count.
-
-    A program can read any byte of its child's memory (``ctypes.string_at``), including
-    freed heap blocks, the argument and environment strings on the stack, the C-level copies
-    of the interpreter's configuration (``wchar_t``) and the dynamic linker's list of loaded
-    libraries. So each path is replaced in place by as many ``x``: same length, so no
-    structure moves; a live string that held one (a standard-library ``co_filename``) now
-    reads ``xxxx/lib/python3.11/...``. Private writable mappings only (``/proc/self/maps``
-    through ``maps_fd``, opened before the chroot); read-only file mappings (the interpreter
-    binary's own constants, such as its compiled-in prefix and library search path) cannot be
-    written and are not covered. Passes repeat until one finds nothing (a pass's own
-    snapshots are copies too).
-    """
-    import ctypes
-    own = [(id(v) + _BYTES_DATA, id(v) + _BYTES_DATA + len(v)) for v, _ in variants]
-    total = 0
-    # (address, length, region start) of every hit, for ``reset_hash``: a ctypes array made
-    # before the scan, because nothing may be allocated while one runs (an allocation can
-    # reuse a freed block that held a path, and the stale snapshot would then send the filler
-    # over a live object)
-    hits_at = (ctypes.c_uint64 * (3 * 4096))()
-    n_hits = 0
-    for _ in range(4):
-        regions = []
-        text = b""
-        while chunk := os.pread(maps_fd, 1 << 16, len(text)):
-            text += chunk
-        for line in text.split(b"\n"):
-            fields = line.split()
-            if len(fields) >= 2 and fields[1][:2] == b"rw" and fields[1][3:4] == b"p" and \
-                    not (len(fields) > 5 and fields[5] in (b"[vvar]", b"[vsyscall]")):
-                start, _, end = fields[0].partition(b"-")
-                regions.append((int(start, 16), int(end, 16)))
-        ctypes.memset(id(text) + _BYTES_DATA, 0, len(text))  # it names every mapped library
-        del text, line, fields, chunk
-        hits = 0
-        for start, end in regions:
-            snap = ctypes.string_at(start, end - start)
-            for needle, filler in variants:
-                at = snap.find(needle)
-                while at >= 0:
-                    addr = start + at
-                    if not any(lo <= addr < hi for lo, hi in own) and \
-                            ctypes.string_at(addr, len(needle)) == needle:  # still there
-                        ctypes.memmove(addr, filler, len(filler))
-                        hits += 1
-                        if n_hits < 4096:
-                            hits_at[3 * n_hits:3 * n_hits + 3] = (addr, len(filler), start)
-                            n_hits += 1
-                    at = snap.find(needle, at + 1)
-            ctypes.memset(id(snap) + _BYTES_DATA, 0, len(snap))
-            del snap
-        total += hits
-        if not hits:
-            break
-    for k in range(n_hits):
-        reset_hash(hits_at[3 * k], hits_at[3 * k + 1], hits_at[3 * k + 2])
-    for needle, _ in variants:  # the needles themselves, last
-        ctypes.memset(id(needle) + _BYTES_DATA, 0, len(needle))
-    return total
-
-
-_STR_TYPE, _BYTES_TYPE = id(str).to_bytes(8, "little"), id(bytes).to_bytes(8, "little")
-_ASCII_DATA = sys.getsizeof("") - 1  # where a compact ASCII str's characters start
-_COMPACT_DATA = sys.getsizeof("\u0100") - 4  # ... and a compact non-ASCII one's (1-4 bytes each)
-
-
-def reset_hash(addr: int, size: int, floor: int, reach: int = 1 << 16) -> bool:
-    """Forget the cached hash of the ``str`` or ``bytes`` object whose characters hold
-    ``addr .. addr + size`` (just overwritten by ``scrub``): the hash was computed from the
-    old text, so with the fixed hash seed ``hash(s) == hash(guess)`` would confirm a guessed
-    path, and ``ctypes`` can read it from any object, live or freed. Looks back up to ``reach``
-    bytes (not below ``floor``, the region's start) for the nearest object header (a type
-    pointer to ``str``/``bytes`` and a length that covers the hit) and sets its hash to -1 (not computed yet), so the next
-    ``hash()`` computes it from the scrubbed text."""
-    import ctypes
-    lo = max(floor, (addr - reach) & ~7)
-    window = ctypes.string_at(lo, addr - lo)
-    at = len(window) - len(window) % 8
-    while at >= 8:
-        at -= 8
-        kind = window[at:at + 8]
-        if kind != _STR_TYPE and kind != _BYTES_TYPE:
-            continue
-        obj = lo + at - 8
-        # (no check of the reference count: a freed object's holds the allocator's list
-        # pointer, and its hash can still be read from raw memory)
-        length = ctypes.c_ssize_t.from_address(obj + 16).value
-        if not 0 < length < 1 << 24:
-            continue
-        if kind == _BYTES_TYPE:
-            data, width = obj + _BYTES_DATA, 1
-        else:
-            state = ctypes.c_uint32.from_address(obj + 32).value
-            if not state & 0x20:  # not compact: the characters live elsewhere
-                continue
-            width = (state >> 2) & 7
-            data = obj + (_ASCII_DATA if state & 0x40 else _COMPACT_DATA)
-            if width not in (1, 2, 4):
-                continue
-        if data <= addr and addr + size <= data + length * width:
-            ctypes.c_ssize_t.from_address(obj + 24).value = -1
-            return True
-    return False
-
-
 def main(options: dict) -> None:
     # read at start-up (TZ by ``import time``, so the host's timezone is never cached); programs
     # see none of them
@@ -867,12 +543,12 @@ def main(options: dict) -> None:
     devnull = os.open("/dev/null", os.O_RDWR)  # lands on fd 0, freed just above
     os.dup2(devnull, 1)
     preload()
-    paths = needles(host_paths())
-    hide_host_paths()
+    paths = _scrub.needles(_scrub.host_paths())
+    _scrub.hide_host_paths()
     report: dict = {"fresh_process_per_run": True, "closed_fds": True,
                     "cleared_env": set(os.environ) <= {"LC_CTYPE"},  # set by Python itself
                     "arch": os.uname().machine, "notes": []}
-    enter_namespaces(report, req_fd, resp_fd)
+    _confine.enter_namespaces(report, req_fd, resp_fd)
     # Each child gets a /dev/null of its own (opened per run), through this handle on the
     # worker's own dev/ in the new root, or on the host's /dev (the chroot hides both)
     dev_fd = _high_fd(os.open("dev" if report["own_dev_null"] else "/dev", os.O_PATH | os.O_DIRECTORY))
@@ -884,7 +560,7 @@ def main(options: dict) -> None:
         plan["last_pid_fd"] = last_pid
         warm_up(plan)
         gc.collect()
-        report["host_paths_scrubbed"] = scrub(paths, maps_fd) >= 0
+        report["host_paths_scrubbed"] = _scrub.scrub(paths, maps_fd) >= 0
         del paths
         os.close(maps_fd)
         plan["base"] = _vm_status(status_fd)
