@@ -1,4 +1,10 @@
-"""``RunConfig``: one run's settings, what it selects of the case set, and which of them shape traces."""
+"""``RunConfig``: one run's settings, what it selects of the case set, and which of them shape traces.
+
+A ``RunConfig`` holds what it was given and nothing more. What depends on its ``root`` (the
+generation cache, the LoRA adapters, the tiny base) and on its own settings (the folds' split seed,
+progress) is filled in by ``resolved()`` when a run starts, never stored on the config, so
+``replace(cfg, root=...)`` moves every derived path with the root.
+"""
 from __future__ import annotations
 
 import hashlib
@@ -79,16 +85,22 @@ class RunConfig:
             raise ConfigError(f"`rollout.program_samples` {r.program_samples}: greedy decoding "
                               f"(`backend.temperature` 0) gives {b.name} the same program every time; sample with "
                               "`backend.temperature` > 0 (e.g. 0.7)")
-        # derived defaults (new objects: the caller's configs are left as they were)
-        e = self.experiment
+
+    def resolved(self) -> "RunConfig":
+        """The config a run works with, on new objects (this one and its sections stay as they
+        are): a backend that keeps a generation cache gets ``ROOT/reports/cache/generations`` unless
+        ``backend.cache_dir`` is set (``"none"``: no cache); LoRA adapters and the tiny base go
+        under ``ROOT/reports`` while those fields keep their defaults; the cross-validation folds
+        take the run's ``split_seed``; ``progress`` off turns it off in every stage."""
+        b, r, e = self.backend, self.rollout, self.experiment
         reports = Path(self.root) / "reports"
+        kind = backend_kind(self)
         cache = b.cache_dir
         if cache is None and kind is not None and kind.caches_generations:
             cache = str(reports / "cache" / "generations")
         if cache == "none":
             cache = None
-        if cache != b.cache_dir:
-            self.backend = replace(b, cache_dir=cache)
+        backend = replace(b, cache_dir=cache) if cache != b.cache_dir else b
         lora = e.lora
         if lora.cache_dir == LORA_DEFAULTS.cache_dir:
             lora = replace(lora, cache_dir=str(reports / "cache" / "tiny_base"))
@@ -99,10 +111,9 @@ class RunConfig:
             changes["lora"] = lora
         if not self.progress and e.progress:
             changes["progress"] = False
-        if changes:
-            self.experiment = replace(e, **changes)
-        if not self.progress and r.progress:
-            self.rollout = replace(r, progress=False)
+        experiment = replace(e, **changes) if changes else e
+        rollout = replace(r, progress=False) if not self.progress and r.progress else r
+        return replace(self, backend=backend, rollout=rollout, experiment=experiment)
 
 
 EXPERIMENT_DEFAULTS, LORA_DEFAULTS = ExperimentConfig(), LoraPolicyConfig()

@@ -27,7 +27,7 @@ from controller.warm import TRACING_NICE, import_plotting, warm_imports
 def run(cfg: RunConfig, log=print) -> dict:
     t0 = time.monotonic()
     check_flags(cfg)
-    cfg = _prepared(cfg)
+    cfg = _prepared(cfg.resolved())
     try:
         _, cases_dir = resolve_case_set(cfg.cases)
         all_cases = load_cases(cases_dir)

@@ -29,7 +29,7 @@ def test_configs_are_complete_with_their_defaults():
     from controller import ExperimentConfig, LoraPolicyConfig, RunConfig
 
     assert ExperimentConfig(train_lora=True).lora == LoraPolicyConfig()  # was a TypeError at training
-    cfg = RunConfig(root="/tmp/somewhere", split_seed=4)
+    cfg = RunConfig(root="/tmp/somewhere", split_seed=4).resolved()
     assert cfg.experiment.adapters_dir == "/tmp/somewhere/reports/adapters"
     assert cfg.experiment.lora.cache_dir == "/tmp/somewhere/reports/cache/tiny_base"
     assert cfg.experiment.split_seed == 4
@@ -39,10 +39,12 @@ def test_derived_values_leave_the_callers_configs_alone():
     from controller import BackendConfig, ExperimentConfig, RunConfig
 
     b, e = BackendConfig(name="hf", model="m"), ExperimentConfig()
-    cfg = RunConfig(root="/tmp/r", backend=b, experiment=e, progress=False)
+    given = RunConfig(root="/tmp/r", backend=b, experiment=e, progress=False)
+    cfg = given.resolved()
     assert cfg.backend.cache_dir == "/tmp/r/reports/cache/generations" and b.cache_dir is None
     assert not cfg.experiment.progress and e.progress and not cfg.rollout.progress
-    assert RunConfig(backend=BackendConfig(name="hf", model="m", cache_dir="none")).backend.cache_dir is None
+    assert given.backend is b and given.experiment is e  # a config holds what it was given
+    assert RunConfig(backend=BackendConfig(name="hf", model="m", cache_dir="none")).resolved().backend.cache_dir is None
 
 
 @pytest.mark.parametrize("build, field, needle", [

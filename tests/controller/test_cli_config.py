@@ -80,8 +80,9 @@ def test_every_old_flag_keeps_its_name_and_field():
     assert (b.batch_size, e.lora.batch_size, b.replay_path, b.request_timeout_s, b.synth_time_budget_s) == (
         3, 5, "t.jsonl", 9.0, 2.0)
     assert cfg.rollout.exec_timeout_s == 0.5 and e.lora.base_model == "p" and e.lora_frontier_lambdas == (0.0, 0.5)
-    assert not b.chat_template_kwargs and (b.seed, e.seed) == (7, 7) and (cfg.split_seed, e.split_seed) == (4, 4)
-    assert not cfg.rollout.progress and not e.progress
+    assert not b.chat_template_kwargs and (b.seed, e.seed) == (7, 7) and cfg.split_seed == 4 and not cfg.progress
+    run = cfg.resolved()  # what a run derives: the folds' split seed, progress off in every stage
+    assert run.experiment.split_seed == 4 and not run.rollout.progress and not run.experiment.progress
 
 
 def test_every_field_with_help_is_a_flag_and_a_new_field_appears_by_itself():
