@@ -156,6 +156,10 @@ def answerable_questions(h: Mapping) -> list[str]:
     if not n:
         return ["No scored case: no question about accuracy can be answered."]
     out = []
+    if pooled["unreachable_cases"] == n:
+        out.append(f"None of the {n} scored cases has a committable right answer anywhere in the recorded tree: "
+                   "every policy, the hindsight oracle included, is right on none, so these traces can answer no "
+                   "question about when to trust the coder's code; the cheapest policy (no tool call) is optimal.")
     acc = pooled["accuracy_headroom_cases"]
     gaps = [g for g in h.get("gap", {}).values()]
     oracle_ties = gaps and all(g["accuracy_gap"] == 0 for g in gaps)

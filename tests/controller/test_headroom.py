@@ -72,3 +72,11 @@ def test_identical_first_programs_in_every_sample_are_counted_and_said():
     assert h["samples"] == {"cases": 2, "identical_first_programs": 1}
     assert any(q.startswith("1 of 2 scored cases drew identical first programs") for q in h["questions"])
     assert "samples" not in headroom_table([_rec(0, ANSWER, [(True, ANSWER)])])  # K = 1: nothing to say
+
+
+def test_a_coder_right_nowhere_is_said_first():
+    """A coder with no committable right answer anywhere (a base model): the first sentence says the
+    traces answer nothing, before the generic cost-only sentence."""
+    recs = [_rec(i, WRONG, [(True, OTHER), (False, None)], family=f"f{i}") for i in range(3)]
+    q = headroom_table(recs)["questions"]
+    assert q[0].startswith("None of the 3 scored cases has a committable right answer")
