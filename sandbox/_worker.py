@@ -109,8 +109,8 @@ class Worker:
             # (a lazy binding writes the GOT: a copy-on-write fault per page per child).
             [sys.executable, "-s", "-S", "-B", "-c", BOOT],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=self.cwd,
-            # TZ: read once, by ``import time`` (the host's zone must not be cached); a POSIX rule,
-            # not a zone name that a host file could stand for
+            # TZ: so the host's zone is never read (``zygote.main`` removes it once in the empty
+            # root); a POSIX rule, not a zone name that a host file could stand for
             env={"LD_BIND_NOW": "1", "PYTHONHASHSEED": "0", "TZ": "UTC0"},
             close_fds=True, start_new_session=True, bufsize=0)
         os.set_blocking(self.rfd, False)

@@ -534,9 +534,7 @@ def _high_fd(fd: int) -> int:
 
 
 def main(options: dict) -> None:
-    # read at start-up (TZ by ``import time``, so the host's timezone is never cached); programs
-    # see none of them
-    for name in ("LD_BIND_NOW", "PYTHONHASHSEED", "TZ"):
+    for name in ("LD_BIND_NOW", "PYTHONHASHSEED"):  # read at start-up; programs see neither
         os.environ.pop(name, None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     req_fd, resp_fd = _high_fd(0), _high_fd(1)
@@ -564,6 +562,10 @@ def main(options: dict) -> None:
         del paths
         os.close(maps_fd)
         plan["base"] = _vm_status(status_fd)
+        # TZ goes only now, inside the empty root: a tzset() before would read the host's
+        # /etc/localtime (``import _strptime`` calls one), one after finds no zone file: UTC
+        os.environ.pop("TZ", None)
+        report["cleared_env"] = set(os.environ) <= {"LC_CTYPE"}
     except Exception as exc:  # tell the parent why, then give up
         why = f"{type(exc).__name__}: {exc}".encode()
         _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.ERR, _wire.CODE["crash"], 0, 0,
