@@ -28,8 +28,11 @@ class Progress:
     """Count finished items out of ``total``; ``stage`` names what is running now (e.g. "round 2")."""
 
     def __init__(self, total: int, desc: str, unit: str = "case", *, enabled: bool = True, every: int = 0,
-                 interval_s: float = 10.0, stream=None, bar: bool | None = None):
+                 interval_s: float = 10.0, stream=None, bar: bool | None = None, eta_after: int = 1):
         self.total, self.desc, self.unit = total, desc, unit
+        # items of one wave finish together at its end, a few early ones long before: a rate from
+        # them alone promises hours for minutes, so no estimate before a whole wave is done
+        self.eta_after = max(1, eta_after)
         self.enabled, self.every, self.interval_s = enabled, every, interval_s
         self.stream = stream if stream is not None else sys.stderr
         self.done, self.stage, self.extra = 0, "", ""
@@ -118,7 +121,7 @@ class Progress:
     def line(self) -> str:
         elapsed = time.monotonic() - self.t0
         parts = [f"{self.desc}: {self.done}/{self.total} {self.unit}s", f"{elapsed:.0f}s"]
-        if 0 < self.done < self.total:
+        if self.eta_after <= self.done < self.total:
             parts.append(f"~{elapsed / self.done * (self.total - self.done):.0f}s left")
         parts += [p for p in (self._status(), self.extra) if p]
         return ", ".join(parts)

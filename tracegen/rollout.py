@@ -490,7 +490,8 @@ def rollout(cases: list[Case], split_of: dict[str, str], backend: Backend, sandb
     error goes on (see the module docstring)."""
     todo = [c for c in cases if c.case_id not in done_ids]
     t0, written, visible_passes = time.monotonic(), 0, 0
-    bar = Progress(len(todo), "tracing", enabled=cfg.progress, every=cfg.progress_every)
+    bar = Progress(len(todo), "tracing", enabled=cfg.progress, every=cfg.progress_every,
+                   eta_after=min(cfg.wave_size, len(todo)))
     waves = -(-len(todo) // cfg.wave_size)
 
     def tick(n: int, stage: str) -> None:

@@ -115,3 +115,18 @@ def test_decoding_steps_show_until_a_request_ends():
     p.set_generations(4, 4)  # the batch returned: its token count is stale
     assert p.line().endswith("direct answers, generations 4/4")
     p.close()
+
+
+def test_no_time_estimate_before_a_whole_wave_is_done():
+    """Cases of one wave finish together at its end (a few early): a rate from the early ones
+    promised ~46,000 s for a trace that ended minutes later, so no estimate until a wave is done."""
+    p = Progress(50, "tracing", stream=io.StringIO(), bar=False, eta_after=50)
+    p.t0 -= 3000
+    p.update(4)
+    assert "left" not in p.line()
+    p.close()
+    q = Progress(128, "tracing", stream=io.StringIO(), bar=False, eta_after=64)
+    q.t0 -= 100
+    q.update(64)
+    assert "~100s left" in q.line()
+    q.close()
