@@ -9,15 +9,19 @@ False is a switch, one that defaults to True a ``--no-...`` switch; ``tuple[floa
 ``A,B,C`` (``none``: empty) and a repeated flag appends; a str with ``metadata["repeat"]`` joins
 repeated values with it (``--base-url A --base-url B``); ``metadata["words"]`` names values of an
 int or float flag by words (``--sft-max-tokens auto`` is 0). ``BackendConfig.extra`` keys come from its
-``metadata["options"]``. ``--config FILE`` (TOML) sets any flag by its name without the dashes
-(``max_repairs = 1``); a flag on the command line wins. ``flag_of`` maps a field path to its flag:
+``metadata["options"]``. ``--config FILE`` (TOML) sets any field by its path (``[rollout]
+max_repairs = 1``, a section a table), and any flag by its name without the dashes at the top level
+(``max_repairs = 1``, as config files did before); a flag on the command line wins. ``config_text``
+writes a config as such a file, every field by its path. ``flag_of`` maps a field path to its flag:
 error messages name fields and the command line shows them as flags.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
+import re
 import sys
 import typing
 from pathlib import Path
@@ -95,6 +99,17 @@ def flags(root_cls) -> dict[str, Flag]:
     return out
 
 
+def _leaves(root_cls) -> dict[str, Flag]:
+    """Every leaf field, flag or not, as a ``Flag`` of its kind named by its path: how a config
+    file's value is read for a field no flag sets."""
+    out = {}
+    for path, f, hint in _walk(root_cls):
+        kind, elem = _kind(hint)
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        out[path] = Flag(path, [path], kind, elem, default)
+    return out
+
+
 def _choices(choices) -> tuple | None:
     """A field's ``choices``: a tuple, or a callable that reads a registry when the flags are built."""
     return tuple(choices()) if callable(choices) else choices
@@ -131,12 +146,22 @@ class _Collect(argparse.Action):
         setattr(ns, self.dest, value)
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (exit 2) and ``--config FILE`` read before the flags."""
+class PerPath(dict):
+    """A flag's value from a config file that set the fields of one shared flag apart (``[backend]
+    seed = 1``, ``[experiment] seed = 2``): field path -> value; a use of the flag replaces it."""
 
-    def __init__(self, *a, flag_table: dict[str, Flag], **kw):
+    def __str__(self) -> str:
+        return ", ".join(f"{p} {v}" for p, v in self.items())
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2) and ``--config FILE`` read before the flags.
+    ``config_cls``: the config the flags fill in; its field paths are then config-file keys too."""
+
+    def __init__(self, *a, flag_table: dict[str, Flag], config_cls=None, **kw):
         super().__init__(*a, **kw)
         self.flag_table = flag_table
+        self.config_cls = config_cls
 
     def error(self, message: str):
         print(f"error: {message.removeprefix('argument ')}", file=sys.stderr)
@@ -150,6 +175,8 @@ class Parser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def read_config(self, path: str) -> dict:
+        """The defaults a config file sets: flag dest -> value, and ``_config_fields`` (field path ->
+        value) for the fields no flag sets (``values`` adds them)."""
         import tomllib
 
         try:
@@ -157,17 +184,48 @@ class Parser(argparse.ArgumentParser):
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
             self.error(f"--config {path}: cannot read it as TOML ({getattr(e, 'strerror', None) or e})")
         by_dest = {f.dest: f for f in self.flag_table.values()}
-        out = {}
-        for key, value in data.items():
-            flag = by_dest.get(key.replace("-", "_"))
-            if flag is None:
-                self.error(f"--config {path}: unknown key {key!r} (keys are flag names without the dashes, "
-                           "e.g. max_repairs)")
+        by_path = {p: f for f in self.flag_table.values() for p in f.paths}
+        leaves = _leaves(self.config_cls) if self.config_cls else {}
+        sections = {p.rpartition(".")[0] for p in leaves} | {p for p, f in leaves.items() if f.kind is dict}
+        out, per_path, fields = {}, {}, {}
+
+        def read(flag: Flag, key: str, value):
             try:
-                out[flag.dest] = _coerce(flag, value)
+                return _coerce(flag, value)
             except (argparse.ArgumentTypeError, TypeError) as e:
                 self.error(f"--config {path}: {key}: {e}")
-        return out
+
+        def visit(table: dict, prefix: str) -> None:
+            for key, value in table.items():
+                dotted = prefix + key.replace("-", "_")
+                if isinstance(value, dict) and dotted in sections:
+                    visit(value, dotted + ".")
+                elif not prefix and key.replace("-", "_") in by_dest:  # a flag by its name
+                    flag = by_dest[key.replace("-", "_")]
+                    out[flag.dest] = read(flag, key, value)
+                elif dotted in by_path:  # a field a flag sets
+                    flag = by_path[dotted]
+                    v = read(flag, dotted, value)
+                    per_path.setdefault(flag.dest, PerPath())[dotted] = v
+                elif dotted in leaves and leaves[dotted].kind is not dict:  # a field no flag sets
+                    fields[dotted] = read(leaves[dotted], dotted, value)
+                elif prefix[:-1] in leaves and leaves[prefix[:-1]].kind is dict:  # a key of a dict field
+                    fields.setdefault(prefix[:-1], {})[key] = value
+                else:
+                    known = ("keys are field paths, e.g. max_repairs under [rollout], or flag names without the "
+                             "dashes" if self.config_cls else "keys are flag names without the dashes, e.g. max_repairs")
+                    self.error(f"--config {path}: unknown key {dotted!r} ({known})")
+
+        visit(data, "")
+        for dest, got in per_path.items():
+            flag = by_dest[dest]
+            same = set(got) == set(flag.paths) and len({json.dumps(v, default=str) for v in got.values()}) == 1
+            if len(flag.paths) == 1 or same:  # one value for the flag: as if it were given by its name
+                v = next(iter(got.values()))
+                out[dest] = (not v) if flag.negate else v
+            else:
+                out[dest] = got
+        return {**out, "_config_fields": fields} if fields else out
 
 
 def _coerce(flag: Flag, value):
@@ -206,16 +264,20 @@ def add_flags(parser: argparse.ArgumentParser, table: dict[str, Flag], titles: d
 
 
 def values(table: dict[str, Flag], ns: argparse.Namespace) -> dict[str, object]:
-    """Field path -> value; an ``extra`` option is set only when given."""
+    """Field path -> value; an ``extra`` option is set only when given; the fields a config file
+    set that no flag sets (``_config_fields``) are added, a dict's keys under its flags'."""
     out = {}
     for flag in table.values():
         v = getattr(ns, flag.dest)
         for path in flag.paths:
+            pv = v.get(path, flag.default) if isinstance(v, PerPath) else (not v) if flag.negate else v
             if ".extra." not in path:
-                out[path] = (not v) if flag.negate else v
-            elif v is not None and v is not False:
+                out[path] = pv
+            elif pv is not None and pv is not False:
                 head, _, key = path.rpartition(".")
-                out.setdefault(head, {})[key] = v
+                out.setdefault(head, {})[key] = pv
+    for path, v in getattr(ns, "_config_fields", {}).items():
+        out[path] = {**v, **out.get(path, {})} if isinstance(v, dict) else v
     return out
 
 
@@ -239,3 +301,53 @@ def flag_of(table: dict[str, Flag]):
     """``path -> flag`` for messages: the one mapping from field names to what the CLI calls them."""
     by_path = {p: f.name for f in table.values() for p in f.paths}
     return lambda path: by_path.get(path, path)
+
+
+# ---- a config as a config file ----------------------------------------------------------------
+
+def config_text(cfg, title: str = "") -> str:
+    """``cfg`` as a ``--config`` file: every field by its path (the top-level fields, then a table
+    per section, ``[backend]`` ... ``[experiment.lora]``), so reading it back builds the same
+    config. TOML has no null: a field that is None (each such field defaults to None) is a comment."""
+    lines = [f"# {title}" if title else f"# {type(cfg).__name__}: every field, by its path"]
+
+    def section(obj, prefix: str) -> None:
+        subs = []
+        for f in dataclasses.fields(obj):
+            v = getattr(obj, f.name)
+            if dataclasses.is_dataclass(v):
+                subs.append((f.name, v))
+            elif v is None:
+                default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+                if default is not None:
+                    raise TypeError(f"{prefix}{f.name}: None, which a config file cannot say (it defaults to {default!r})")
+                lines.append(f"# {f.name}: not set")
+            else:
+                lines.append(f"{f.name} = {_toml(v)}")
+        for name, sub in subs:
+            lines.extend(["", f"[{prefix}{name}]"])
+            section(sub, f"{prefix}{name}.")
+
+    section(cfg, "")
+    return "\n".join(lines) + "\n"
+
+
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _toml(v) -> str:
+    """A TOML value: a bool, number, string, array or inline table (its keys sorted: a dict read
+    back from flags and from the file alike has another order)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ("nan" if v != v else "inf" if v > 0 else "-inf")
+    if isinstance(v, str):  # JSON's escapes are TOML's; DEL must be escaped too
+        return json.dumps(v).replace("\x7f", "\\u007f")
+    if isinstance(v, (tuple, list)):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k if _BARE.fullmatch(k) else json.dumps(k)} = {_toml(x)}" for k, x in sorted(v.items())) + "}"
+    raise TypeError(f"no TOML for {v!r}")

@@ -71,14 +71,16 @@ def flag_table():
 def make_parser() -> argparse.ArgumentParser:
     """The flags of ``RunConfig`` and its sections (``controller.args``), plus ``--config`` and ``--version``."""
     from controller.args import Parser, add_flags
+    from controller.config import RunConfig
 
     table = flag_table()
     p = Parser(prog="live-tool-dagger", description=__doc__.split("\n\n")[0], formatter_class=_HelpFormatter,
-               epilog=__doc__.split("\n\n", 1)[1], flag_table=table)
+               epilog=__doc__.split("\n\n", 1)[1], flag_table=table, config_cls=RunConfig)
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
-    p.add_argument("--config", metavar="FILE", help="TOML file of flag values, each named as its flag without "
-                   "the dashes (max_repairs = 1, base_url = [\"http://a/v1\", \"http://b/v1\"]); flags given "
-                   "on the command line win (docs/api.md#config-files; default: none)")
+    p.add_argument("--config", metavar="FILE", help="TOML file of settings, each by its field path ([rollout] "
+                   "max_repairs = 1; a run's reports/config.toml holds them all) or, at the top level, by its flag "
+                   "without the dashes (max_repairs = 1, base_url = [\"http://a/v1\", \"http://b/v1\"]); flags "
+                   "given on the command line win (docs/api.md#config-files; default: none)")
     add_flags(p, table, TITLES)
     return p
 

@@ -16,16 +16,18 @@ from tracegen.backends import PartialGeneration, Unanswerable, backend_class
 from tracegen.errors import ConfigError
 from tracegen.records import read_traces, repair_torn_tail
 
+from controller.args import config_text
 from controller.checks import (UsageError, check_flags, check_trace_file, manifest_splits, policy_model,
                                read_run_config, split_sizes, traces_started_utc)
 from controller.config import RunConfig, select_cases, selection, trace_config
-from controller.report.outputs import atomic_write_json
+from controller.report.outputs import atomic_write_json, atomic_write_text
 from controller.run_folder import reports_dir, run_config_path, set_previous_run_aside, trace_path, write_outputs
 from controller.study.experiment import ExperimentConfig, run_experiment
 from controller.warm import TRACING_NICE, import_plotting, warm_imports
 
 def run(cfg: RunConfig, log=print) -> dict:
     t0 = time.monotonic()
+    given = cfg  # what reports/config.toml holds: fed back with --config, it makes this run again
     check_flags(cfg)
     cfg = _prepared(cfg.resolved())
     try:
@@ -61,6 +63,7 @@ def run(cfg: RunConfig, log=print) -> dict:
         if cfg.generate_traces:
             backend = _open_backend(cfg, [c.case_id for c in cases if c.case_id not in done])
         set_previous_run_aside(cfg, log)  # every check passed: from here on this run writes
+        atomic_write_text(reports_dir(cfg) / "config.toml", config_text(given))
         return _run_checked(cfg, cases, tcfg, done, records, backend, t0, log, worker)
     except PartialGeneration as err:
         # a request the endpoint refuses for good (e.g. HTTP 400): the finished generations are

@@ -336,7 +336,7 @@ ROWS = [
     Row("config_not_utf8", ["--config", "{side}/c.toml"], ("--config", "c.toml"), side_file("c.toml", b'cases = "\xff"\n')),
     Row("config_a_directory", ["--config", "{side}"], ("--config",)),
     Row("config_unknown_key", ["--config", "{side}/c.toml"], ("--config", "colour"), side_file("c.toml", "colour = 1\n")),
-    Row("config_a_table", ["--config", "{side}/c.toml"], ("--config", "rollout"), side_file("c.toml", "[rollout]\nmax_repairs = 1\n")),
+    Row("config_unknown_table", ["--config", "{side}/c.toml"], ("--config", "rollouts"), side_file("c.toml", "[rollouts]\nmax_repairs = 1\n")),
     Row("config_int_a_float", ["--config", "{side}/c.toml"], ("--config", "max_repairs"), side_file("c.toml", "max_repairs = 1.5\n")),
     Row("config_int_a_bool", ["--config", "{side}/c.toml"], ("--config", "max_repairs"), side_file("c.toml", "max_repairs = true\n")),
     Row("config_bool_a_string", ["--config", "{side}/c.toml"], ("--config", "resume"), side_file("c.toml", 'resume = "yes"\n')),

@@ -130,7 +130,8 @@ def test_config_file_sets_flags_and_the_command_line_wins(tmp_path):
 
 @pytest.mark.parametrize("text, needles", [
     ("max_repair = 1\n", ["unknown key 'max_repair'"]),
-    ("[rollout]\nmax_repairs = 1\n", ["unknown key 'rollout'"]),
+    ("[rollout]\nmax_repair = 1\n", ["unknown key 'rollout.max_repair'"]),
+    ("[rollouts]\nmax_repairs = 1\n", ["unknown key 'rollouts'"]),
     ("max_repairs = 'abc'\n", ["max_repairs", "'abc'"]),
     ("train_lora = 1\n", ["train_lora", "bool"]),
     ("max_repairs = \n", ["cannot read it as TOML"]),
@@ -156,7 +157,8 @@ def test_the_command_itself_refuses_an_unknown_key_of_its_config_file(run_cli, t
     f.write_text("max_repairs = 1\nmax_repair = 2\n")
     r = run_cli("--root", tmp_path / "root", "--config", f, "--generate-traces")
     assert r.returncode == 2 and r.stderr.strip() == (
-        f"error: --config {f}: unknown key 'max_repair' (keys are flag names without the dashes, e.g. max_repairs)")
+        f"error: --config {f}: unknown key 'max_repair' (keys are field paths, e.g. max_repairs under [rollout], "
+        "or flag names without the dashes)")
     assert not (tmp_path / "root").exists()
     help_text = run_cli("--help").stdout
     assert "--config FILE" in help_text and "--gen-batch-size GEN_BATCH_SIZE" in help_text
