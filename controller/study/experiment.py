@@ -339,7 +339,7 @@ def _run_experiment(records: list[dict], cfg: ExperimentConfig, log, t0: float, 
 
 def _cross_validation(records, cfg: ExperimentConfig, log, worker=None) -> tuple[dict, dict, dict, list | None]:
     """(summary parts, timing, pooled outcomes, split-seed records): ``cv`` and, with
-    ``split_seeds`` > 1, ``split_seeds`` (the LoRA policy at the base split seed only)."""
+    ``split_seeds`` > 1, ``split_seeds`` (every learner, the LoRA policy included, refit at every split seed)."""
     parts, timing = {}, {}
     t = time.monotonic()
     cv = run_cv(records, cfg, log=log, lora_worker=worker)
