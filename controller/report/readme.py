@@ -116,24 +116,59 @@ def results_block(s: Mapping, where: str = STUDY) -> str:
     return "\n".join(out)
 
 
-def replace_block(readme: str, block: str) -> str:
-    pat = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
+# The coders side by side, in the same units: (study folder, what traced it).
+CODERS = (("results/foofah", "offline synthesizer"), ("results/smollm2_coder", "SmolLM2-135M-Instruct (base)"),
+          ("results/smollm2_distilled", "SmolLM2-135M-Instruct distilled from the synthesizer"))
+CODERS_START, CODERS_END = "<!-- CODERS START -->", "<!-- CODERS END -->"
+
+
+def coders_block(summaries: Mapping[str, Mapping]) -> str:
+    """One row per committed coder study (pooled CV): cases right and program generations of the
+    direct answer, always-tool, the best fixed policy, the learned rule and the oracle, and the
+    first primary's verdict. ``summaries``: {study folder: final summary}, in ``CODERS`` order."""
+    names = dict(CODERS)
+    cols = ("direct_only", "always_tool_visible", BEST_FIXED, "learned_rule", ORACLE)
+    out = ["| coder (study) | scored cases (families) | " + " | ".join(f"`{c}`" for c in cols)
+           + " | first registered primary |", "|---" * (len(cols) + 3) + "|"]
+    for where, s in summaries.items():
+        pooled = (s.get("cv") or {}).get("pooled") or {}
+        hr = (s.get("headroom") or {}).get("cells", {}).get("pooled", {})
+        cells = [f"{pooled[c]['exact']}/{pooled[c]['n']}, {pooled[c]['program_generations']}" if c in pooled else "n/a"
+                 for c in cols]
+        prim = next((h for h in s.get("hypotheses") or [] if h.get("primary")), None)
+        verdict = f"`{prim['name']}`: {prim.get('verdict')} ({prim.get('supported_at') or 'n/a'} split seeds)" \
+            if prim else "n/a"
+        out.append(f"| {names.get(where, where)} (`{where}/`) | {hr.get('n')} ({hr.get('families')}) | "
+                   + " | ".join(cells) + f" | {verdict} |")
+    return ("Every committed coder on Foofah, in the same units (pooled family cross-validation, split seed 0; "
+            "each cell: cases right / scored, program generations):\n\n" + "\n".join(out))
+
+
+def replace_block(readme: str, block: str, start: str = START, end: str = END) -> str:
+    pat = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if not pat.search(readme):
-        raise ValueError(f"README has no {START} ... {END} block")
-    return pat.sub(lambda _m: f"{START}\n{block}\n{END}", readme)
+        raise ValueError(f"README has no {start} ... {end} block")
+    return pat.sub(lambda _m: f"{start}\n{block}\n{end}", readme)
 
 
-def read_block(readme: str) -> str:
-    m = re.search(re.escape(START) + r"\n(.*?)\n" + re.escape(END), readme, re.S)
+def read_block(readme: str, start: str = START, end: str = END) -> str:
+    m = re.search(re.escape(start) + r"\n(.*?)\n" + re.escape(end), readme, re.S)
     return m.group(1) if m else ""
+
+
+def coder_summaries(root: Path) -> dict:
+    return {w: json.loads((root / w / "final_summary.json").read_text())
+            for w, _ in CODERS if (root / w / "final_summary.json").exists()}
 
 
 def main(root: str = ".") -> int:
     root_p = Path(root)
     summary = json.loads((root_p / STUDY / "final_summary.json").read_text())
     path = root_p / "README.md"
-    path.write_text(replace_block(path.read_text(), results_block(summary)))
-    print(f"{path}: Results block rendered from {STUDY}/final_summary.json")
+    text = replace_block(path.read_text(), results_block(summary))
+    text = replace_block(text, coders_block(coder_summaries(root_p)), CODERS_START, CODERS_END)
+    path.write_text(text)
+    print(f"{path}: Results blocks rendered from {STUDY}/final_summary.json and the coder studies")
     return 0
 
 

@@ -5,7 +5,8 @@ import json
 import re
 from pathlib import Path
 
-from controller.report.readme import STUDY, read_block, results_block
+from controller.report.readme import (CODERS_END, CODERS_START, STUDY, coder_summaries, coders_block, read_block,
+                                      results_block)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,3 +28,16 @@ def test_every_table_figure_is_a_pooled_cv_number():
         name = re.match(r"\| `([^`]+)`", line).group(1)
         right, gens = re.search(r"\| (\d+)/(\d+) \| (\d+) \|", line).group(1, 3)
         assert (int(right), int(gens)) == (pooled[name]["exact"], pooled[name]["program_generations"])
+
+
+def test_readme_coders_block_is_the_committed_coder_studies():
+    """The real coders' row beside the synthesizer's, from their committed summaries."""
+    summaries = coder_summaries(ROOT)
+    assert "results/foofah" in summaries
+    block = read_block((ROOT / "README.md").read_text(), CODERS_START, CODERS_END)
+    assert block == coders_block(summaries), "README's coders table is stale: run python -m controller.report.readme"
+    for where, s in summaries.items():
+        pooled = s["cv"]["pooled"]
+        row = next(l for l in block.splitlines() if f"(`{where}/`)" in l)
+        assert f"{pooled['always_tool_visible']['exact']}/{pooled['always_tool_visible']['n']}, " \
+               f"{pooled['always_tool_visible']['program_generations']}" in row
