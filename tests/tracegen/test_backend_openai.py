@@ -347,5 +347,8 @@ def test_a_server_that_refuses_top_k_is_refused_before_the_run_in_one_line(serve
     with pytest.raises(ValueError, match=r"top_k.*refuses this field \(HTTP 422.*run without --top-k"):
         OpenAIBackend(_cfg(server.url, top_k=20))
     assert len(server.bodies) == 1 and server.bodies[0]["max_tokens"] == 1  # one probe, one token
+    server.refuse_top_k = False
+    ok = OpenAIBackend(_cfg(server.url, top_k=20))  # a server that takes it: the probe leaves no load behind
+    assert [e.in_flight for e in ok.pool.endpoints] == [0] and [e.sent for e in ok.pool.endpoints] == [0]
     OpenAIBackend(_cfg(server.url)).generate([_req("x")])  # without --top-k nothing is asked
-    assert len(server.bodies) == 2
+    assert len(server.bodies) == 3  # the refused probe, the accepted probe, the request

@@ -313,7 +313,8 @@ class OpenAIBackend(Backend):
         server is refused in one line instead of failing the run's first wave."""
         body = {"model": self.config.model, "messages": [{"role": "user", "content": "ok"}], "max_tokens": 1,
                 "temperature": self.config.temperature, "top_k": self.config.top_k}
-        url = self.pool.acquire(set()).url
+        # not through the pool: a probe is no request of the run (acquire would count it in flight)
+        url = next((e.url for e in self.pool.endpoints if not e.down_until), self.urls[0])
         try:
             self._call(url, "POST", "/chat/completions", body)
         except urllib.error.HTTPError as e:
