@@ -15,10 +15,11 @@ and reported (its rows in report order, its own section). On the code before the
 (every learner wired by hand in ``study/experiment.py`` and again in ``study/cv.py``, the
 report's learner sections a hand list in ``report/markdown.py``) a policy added to the policy
 table by hand was accepted by a study file but never fitted, simulated nor reported.
-A fake backend registered here is a ``--backend`` choice and the run config asks its declared
-capabilities (deterministic, caches generations). TODO(issue 33 item 1): the pipeline's remaining
-backend names (request slice, hf hub preflight, synth memo, probe sharing, openai preflight) become
-capabilities too, and this test then traces a few cases with the fake backend.
+A fake backend registered here (one class and one registry line) is a ``--backend`` choice, and
+a run with it is traced end to end: the run config asks its declared capabilities (deterministic,
+caches generations), its ``check_config`` refuses a setting before anything is written, its
+``request_slice`` sizes every ``generate`` call, and its ``trace_settings`` enter the run's
+``trace_config`` (so ``--resume`` refuses a change), with no file outside this test touched.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from tracegen.backends import Backend, Completion
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,12 +110,38 @@ def test_a_cost_unit_is_drawn_and_reported_from_its_entry(fake_unit):
     assert "| Fakes (column) |" in text and "| 7 at every split seed |" in text
 
 
-class FakeBackend:
-    """A backend registered in the test: deterministic, keeps no generation cache."""
+class FakeBackend(Backend):
+    """A backend registered in the test: deterministic, keeps no generation cache, answers three
+    requests per call, refuses a temperature above 1, and its knob changes its traces."""
 
     name = "fake"
     deterministic = True
     caches_generations = False
+    calls: list[int] = []
+
+    @classmethod
+    def check_config(cls, config):
+        from tracegen.errors import ConfigError
+
+        if config.temperature > 1:
+            raise ConfigError("--temperature: the fake backend samples at 1 at most", field="temperature")
+
+    @classmethod
+    def request_slice(cls, config):
+        return 3
+
+    @classmethod
+    def trace_settings(cls, config):
+        return {"fake_knob": 7}
+
+    def generate(self, requests):
+        type(self).calls.append(len(requests))
+        out = []
+        for r in requests:  # the direct answer: the new input unchanged; a program: the identity
+            text = (json.dumps(r.task.test_table) if r.kind == "direct"
+                    else "```python\ndef transform(table):\n    return table\n```")
+            out.append(Completion(text, 10, 10, 1.0))
+        return out
 
 
 @pytest.fixture
@@ -135,6 +164,30 @@ def test_a_backend_is_chosen_and_asked_from_its_entry(fake_backend, tmp_path):
         ["--backend", "fake", "--program-samples", "2", "--root", str(tmp_path)]))
     # deterministic: K > 1 samples at temperature 0 accepted; no generation cache made up for it
     assert cfg.backend.name == "fake" and cfg.rollout.program_samples == 2 and cfg.backend.cache_dir is None
+
+
+def test_a_run_traces_with_a_fake_backend_from_its_entry(fake_backend, tmp_path, capsys):
+    from controller import cli
+    from controller.config import RunConfig
+    from controller.pipeline import run
+    from tracegen.backends import BackendConfig
+    from tracegen.records import read_traces
+
+    args = ["--backend", "fake", "--temperature", "1.5", "--root", str(tmp_path / "refused"), "--generate-traces"]
+    assert cli.main(args) == 2
+    assert "--temperature: the fake backend samples at 1 at most" in capsys.readouterr().err
+    assert not (tmp_path / "refused").exists()  # refused before anything is written
+
+    FakeBackend.calls.clear()
+    root = tmp_path / "run"
+    run(RunConfig(root=str(root), cases="library", generate_traces=True, cases_per_family=1, limit_total=8,
+                  progress=False, backend=BackendConfig(name="fake")), log=lambda *a: None)
+    records = read_traces(root / "reports" / "fresh_traces.jsonl")
+    assert len(records) == 8 and {r["backend"] for r in records} == {"fake"}
+    assert FakeBackend.calls and max(FakeBackend.calls) <= 3  # its request slice
+    trace_config = json.loads((root / "reports" / "run_config.json").read_text())["trace_config"]
+    assert trace_config["fake_knob"] == 7
+    assert not (root / "reports" / "cache" / "generations").exists()  # it keeps no generation cache
 
 
 class _FakeLearnerPolicy:

@@ -101,7 +101,8 @@ VLLM_ONLY = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_si
 class BackendConfig:
     """Everything a backend may need; each backend reads the fields it uses."""
 
-    name: str = _f("synth", "synth (offline), hf, vllm, openai, replay", flag="--backend", choices=_backend_names)
+    name: str = _f("synth", "the model backend, one of the registered ones (synth: the offline synthesizer; "
+                            "each is described in docs/backends.md)", flag="--backend", choices=_backend_names)
     model: str | None = _f(None, "model name or local path (needed by hf, vllm and openai; default: none, "
                                  "synth and replay name their own)")
     temperature: float = _f(0.0, "sampling temperature (0: greedy)")
