@@ -23,6 +23,7 @@ from controller.env.registry import REGISTRY, PolicySpec, register as register_p
 from controller.learn.cost_rule import fit_learned_rule
 from controller.learn.dagger import run_dagger
 from controller.learn.lora_policy import lora_fit
+from controller.learn import nested_rule
 from controller.learn.nulls import train_nulls
 from controller.learn.rule import dev_tie, fit_rule
 from controller.learn.training import labelled
@@ -168,25 +169,35 @@ def _lora_frontier(ctx: Fitting):
 
 
 def _dagger(ctx: Fitting) -> dict:
-    """DAgger on the learned rule and, with --train-lora, on the LoRA policy."""
+    """DAgger on the learned rule and, with --train-lora, on the LoRA policy.
+
+    In a cross-validation fold only where it can add a state (the traces hold K > 1 program
+    samples: at K = 1 every reachable state is on the recorded chain), and on the rule alone (a
+    LoRA DAgger per fold and split seed would cost more than the whole rest of the analysis)."""
     cfg = ctx.cfg
     if cfg.dagger_iters <= 0:
+        return {}
+    if ctx.fold is not None and not any(r.get("samples") for r in ctx.train):
         return {}
     t = time.monotonic()
     rule, _, rule_info = ctx.memo["rule"]
     bases = {"learned_rule": (lambda d, i: fit_rule(d, rule.model_name, cfg.seed, name="learned_rule_dagger"),
                               "learned_rule_dagger")}
-    if cfg.train_lora:
+    if cfg.train_lora and ctx.fold is None:
         bases["lora_seq_policy"] = (lora_fit(cfg, "lora_dagger", False, _lora_data(ctx)[0], ctx.lora_meta, ctx.worker),
                                     "lora_dagger")
-    ctx.info["dagger"], out = {}, {}
+    out = {}
+    if ctx.fold is None:
+        ctx.info["dagger"] = {}
     for base, (fit, dname) in bases.items():
         final, hist = run_dagger(fit, ctx.train, iters=cfg.dagger_iters, beta0=cfg.dagger_beta, seed=cfg.seed,
                                  evaluate=ctx.evaluate, cost=cfg.cost, lam=rule_info["lambda"], tie_weight=0.0,
                                  commit_any=base == "learned_rule")  # LoRA: no PROGRAM:j (lora_policy.lora_examples)
-        ctx.info["dagger"][base] = hist
         final.name = dname
         out[dname] = final
+        if ctx.fold is not None:  # a fold's iterations are not evaluated; its test is the pooled CV
+            continue
+        ctx.info["dagger"][base] = hist
         ctx.log(f"dagger[{base}] seed {cfg.seed}: " + ", ".join(f"it{h['iter']} test={h['test']['accuracy']}"
                                                                 for h in hist))
     ctx.timing["dagger_s"] = round(time.monotonic() - t, 2)
@@ -205,5 +216,9 @@ register(Learner("lora_seq_policy", (PolicySpec("lora_seq_policy", "learned"),),
 register(Learner("lora_shuffled_seq", (PolicySpec("lora_shuffled_seq", "control"),),
                  _lora("lora_shuffled_seq", True, "train_shuffled_lora", "lora_shuffled_s"), seeded=True))
 register(Learner("dagger", (PolicySpec("learned_rule_dagger", "learned"), PolicySpec("lora_dagger", "learned")),
-                 _dagger, section=f"{_SECTIONS}:dagger_md", seeded=True, built_on=("learned_rule", "lora_seq_policy"),
+                 _dagger, section=f"{_SECTIONS}:dagger_md", seeded=True, in_folds=True,
+                 built_on=("learned_rule", "lora_seq_policy"),
                  beside={"learned_rule_dagger": "learned_rule", "lora_dagger": "lora_seq_policy"}))
+register(Learner("nested_rule", (PolicySpec("nested_rule", "learned"),), nested_rule.fit,
+                 section="controller.report.nested_rule:nested_rule_md", seeded=True, in_folds=True,
+                 beside={"nested_rule": "learned_rule"}))

@@ -176,7 +176,7 @@ def dagger_md(s: Mapping) -> list[str]:
         return ["## DAgger", "", "Not reported: with one program sample (K = 1) every state a policy can reach lies on "
                 "the recorded chain, which behaviour cloning already holds, so DAgger cannot add a state; its rows equal "
                 "behaviour cloning's and are no evidence. It is reported where the reachable states exceed the recorded "
-                "chain (K >= 3).", ""]
+                "chain (K >= 3), and cross-validated there.", ""]
     out = []
     for learner, iters in dagger.items():
         rows = [[it.get("iter"), it.get("beta", "n/a"), it.get("states_visited", "n/a"),

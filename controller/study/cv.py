@@ -5,7 +5,7 @@ trains on the rest. Every fixed policy, the best fixed policy (chosen on the fol
 every learner whose entry says ``in_folds`` (``controller.learn.registry``: the learned rule, its
 price chosen on the fold's dev; with ``--train-lora`` the LoRA policy, at every split seed: F
 trainings per split seed, tagged ``lora_cv{i}`` at the base seed, ``lora_s{seed}_cv{i}`` beyond
-it) and the oracle are evaluated per fold, assembled as the run's own split is (``assemble``). The pooled result
+it; with --dagger-iters and K > 1 program samples the rule's DAgger) and the oracle are evaluated per fold, assembled as the run's own split is (``assemble``). The pooled result
 concatenates every fold's test outcomes, which is how to get past a tiny test split. Folds depend
 on the split seed and the family names only (never on answers or grades; ``--split-seeds N``
 repeats the whole CV with N fold seeds, see ``split_seeds``); probe cases (split ``unassigned``)
@@ -55,7 +55,7 @@ def run_cv(records, cfg, log=print, fold_seed: int | None = None, lora_worker=No
         # the learners refit per fold (the learned rule, its price chosen on the fold's dev; with
         # --train-lora the LoRA policy, early stopping on the fold's dev); best_fixed on the fold's train + dev
         a = assemble(ctx, test, samples_in_best=True, which=lambda x: x.in_folds)
-        policies = {**a.fixed, **a.samples, BEST_FIXED: a.best, **a.learned, ORACLE: a.oracle}
+        policies = {**a.fixed, **a.samples, BEST_FIXED: a.best, **a.learned, **a.derived, ORACLE: a.oracle}
         res = {}
         for name, pol in policies.items():
             outs = [dict(o, fold=i, policy=name) for o in env.simulate(pol, test)]

@@ -64,3 +64,30 @@ def test_dagger_visits_new_tree_states_and_beats_behaviour_cloning():
     assert hist[0]["new_states_learner"] == 0 and hist[0]["states_visited_learner"] == 0  # beta = 1: oracle only
     assert hist[-1]["new_states_oracle"] == 0  # beta = 0: every step after the start is the learner's
     assert any("RESAMPLE" in o["actions"] for o in simulate(final, recs))
+
+
+def _families(k: int):
+    """``_env``'s three kinds of case in six families (two of each), with ``k`` program samples."""
+    recs = []
+    for fam in range(6):
+        kind = "abd"[fam % 3]
+        chains = {"a": [[(True, WRONG)], [(True, ANSWER)], [(True, ANSWER)]],
+                  "b": [[(True, ANSWER)], [(True, ANSWER)], [(True, ANSWER)]],
+                  "d": [[(True, WRONG)], [(True, ONE_COL_WRONG)], [(True, OTHER)]]}[kind][:k]
+        for i in range(3):
+            recs.append(make_tree_record(f"{kind}{fam}/{kind}{fam}_{i}", f"{kind}{fam}", direct=DIRECT, max_repairs=0,
+                                         answer=DIRECT if kind == "d" else ANSWER, chains=chains))
+    return recs
+
+
+def test_dagger_is_cross_validated_where_it_can_add_a_state():
+    from controller.study.cv import run_cv
+    from controller.study.experiment import ExperimentConfig
+
+    cfg = ExperimentConfig(progress=False, cv_folds=3, dagger_iters=1, rule_lambdas=(0.0,), frontier_lambdas=(0.0,))
+    k3 = run_cv(_families(3), cfg, log=lambda *a: None)
+    pooled = k3.pooled["learned_rule_dagger"]
+    assert len(pooled) == 18 and {o["fold"] for o in pooled} == {0, 1, 2}  # every case held out once
+    assert "learned_rule_dagger" in k3.summary["pooled"]
+    k1 = run_cv(_families(1), cfg, log=lambda *a: None)  # K = 1: nothing off the recorded chain
+    assert "learned_rule_dagger" not in k1.pooled and "learned_rule_dagger" not in k1.summary["pooled"]
