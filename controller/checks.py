@@ -159,12 +159,8 @@ def check_trace_file(cfg, tcfg: dict, log) -> tuple[frozenset[str], list | None]
             _check_unique(path, records)
             return frozenset(), records
         if cfg.resume and path.exists():
-            if conf is not None and not cfg.force:
-                old = conf["trace_config"]
-                diffs = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in tcfg.items() if old.get(k) != v]
-                if diffs:
-                    raise UsageError(f"{path} was made with other settings ({'; '.join(diffs)}); "
-                                     "set `force` to continue it anyway", "resume")
+            if conf is not None:
+                _check_resumed_settings(cfg, path, conf["trace_config"], tcfg, log)
             records = read_traces(path, warn=log)
             _check_unique(path, records)
             return frozenset(r["case_id"] for r in records), None
@@ -173,6 +169,23 @@ def check_trace_file(cfg, tcfg: dict, log) -> tuple[frozenset[str], list | None]
     except OSError as err:  # e.g. a folder where the file should be
         raise UsageError(f"{path}: cannot read ({_why(err)})") from None
     return frozenset(), None
+
+
+def _check_resumed_settings(cfg, path: Path, old: dict, tcfg: dict, log) -> None:
+    """Refuse to continue traces made under other trace-changing settings (unless ``force``).
+    The prompt templates' version (``prompts``) is one of them; a run made before it was recorded
+    has none, so its prompt version is unknown: it resumes, with a warning."""
+    if "prompts" in tcfg and "prompts" not in old:
+        log(f"warning: {path}: prompt version unknown (made before prompt versions were recorded); its new "
+            f"records are made with today's prompts {tcfg['prompts']}")
+    diffs = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in tcfg.items()
+             if old.get(k) != v and not (k == "prompts" and k not in old)]
+    if diffs and not cfg.force:
+        raise UsageError(f"{path} was made with other settings ({'; '.join(diffs)}); "
+                         "set `force` to continue it anyway", "resume")
+    if diffs and "prompts" in old and old["prompts"] != tcfg.get("prompts"):
+        log(f"warning: {path}: continuing traces made with prompt version {old['prompts']} under today's "
+            f"prompts {tcfg.get('prompts')} (forced): the file holds both")
 
 
 def _check_unique(path: Path, records: list) -> None:

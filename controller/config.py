@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tracegen.backends import BackendConfig, available_backends, backend_class
+from tracegen.conversations import prompt_digest
 from tracegen.errors import ConfigError, check
 from tracegen.rollout import RolloutConfig
 
@@ -161,7 +162,9 @@ def case_set_digest(cases) -> str:
 
 def trace_config(cfg: RunConfig, cases) -> dict:
     """The settings that change traces: resuming under different ones is refused. The backend
-    adds its own (``Backend.trace_settings``: the synthesizer's search budgets)."""
+    adds its own (``Backend.trace_settings``: the synthesizer's search budgets). ``prompts`` is
+    the prompt templates' version (``prompt_digest``); a run made before it was recorded has
+    none and resumes with a warning (``checks.check_trace_file``)."""
     b, r = cfg.backend, cfg.rollout
     # new settings enter only when set, so runs made before they existed still resume
     extra = {"repair_history": True} if r.repair_history else {}
@@ -170,4 +173,4 @@ def trace_config(cfg: RunConfig, cases) -> dict:
             **backend_class(b.name).trace_settings(b),
             "max_repairs": r.max_repairs, "program_samples": r.program_samples, "exec_timeout_s": r.exec_timeout_s,
             "memory_mb": r.memory_mb, "split_seed": cfg.split_seed,
-            "case_set": case_set_digest(cases), "n_cases": len(cases)}
+            "case_set": case_set_digest(cases), "n_cases": len(cases), "prompts": prompt_digest()}

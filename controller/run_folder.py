@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from cases import resolve_case_set
+from tracegen.conversations import prompt_version_note
 
 from controller.report.outputs import atomic_write_json, versions, write_cv_predictions, write_predictions
 
@@ -127,10 +128,13 @@ def write_outputs(cfg, result, records, timing, t0, log) -> dict:
     from controller.report.viewer import write_viewer
 
     log(f"wrote {write_viewer(reports, full, records, outcomes)}")
+    note = prompt_version_note(records)
+    if note:  # the viewer's prompts are rebuilt from today's templates
+        log(f"warning: viewer: {note}")
     if cfg.export_sft:
         from controller.report.sft import describe, export_sft
 
         n = export_sft(records, reports / "sft", cfg.rollout.repair_history, cfg.sft_max_tokens or None,
-                       all_splits=cfg.sft_splits == "all", strip_history=cfg.backend.synth_compact)
+                       all_splits=cfg.sft_splits == "all", strip_history=cfg.backend.synth_compact, warn=log)
         log(f"wrote {reports / 'sft'}: {describe(n)}")
     return full

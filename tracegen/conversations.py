@@ -8,10 +8,20 @@ here once.
 
 Records of trace schema v1 hold a flat ``samples`` list of WRITE round dicts; v2 holds a list
 of samples, each a list of rounds (its WRITE, then FIX rounds). ``program_chains`` accepts both.
+
+Since prompts are rebuilt, not stored, every record names the prompt version that made it:
+``prompt_digest()`` (the record's ``prompts`` key and ``trace_config.prompts``), and
+``prompt_version_note(records)`` says, in one line, when today's templates are not the ones a
+run's traces were made with (the viewer and the SFT export rebuild prompts from today's).
 """
 from __future__ import annotations
 
-from .backends.base import Task
+import hashlib
+import json
+from collections import Counter
+
+from . import prompts as _prompts
+from .backends.base import Feedback, Task
 from .prompts import direct_messages, feedback_from_run, fix_messages, write_messages
 
 
@@ -75,3 +85,87 @@ def round_conversation(record: dict, chain: list[dict], i: int, repair_history: 
     """The prompt of round ``i`` and the model's raw answer to it."""
     return round_messages(record_task(record), chain, i, repair_history) + [
         {"role": "assistant", "content": chain[i].get("raw") or ""}]
+
+
+# ----------------------------------------------------------------------------- the prompt version
+
+PROMPT_DIGEST_CHARS = 12  # hex digits of sha256 kept: short enough to read, ample to tell versions apart
+_TEMPLATE_NAMES = ("SYSTEM_PROMPT", "_WRITE_RULES", "_FIX_ASK", "MAX_FEEDBACK_CHARS", "MAX_DIFF_ROWS", "MAX_ROW_CHARS")
+
+
+def _probe_rounds() -> list[dict]:
+    """Round dicts that drive every branch of the feedback a FIX prompt shows (``round_feedback``,
+    ``feedback_from_run``, ``describe_feedback``, ``table_diff``): parse failure, sandbox error,
+    wrong rows, reordered and transposed tables, missing and extra rows, more differing rows than
+    shown, an over-long row, an empty table, no table, a new-input crash after a pass or after a
+    failure (a round that passed and ran on the new input gets no repair, so none is here)."""
+    ok = {"ok": True, "error": None, "message": ""}
+    crash = {"ok": False, "error": "exception", "message": "IndexError: list index out of range"}
+    many = [[str(i), "y" * (i % 3)] for i in range(_prompts.MAX_DIFF_ROWS + 3)]
+
+    def rnd(code, visible, test=ok, passed=False):
+        return {"code": code, "visible": visible, "test": test, "visible_pass": passed}
+
+    def out(table, error=None, message=""):
+        return {"ok": error is None, "error": error, "message": message, "output": table}
+
+    return [
+        rnd(None, {"ok": False, "error": "parse", "message": "no ```python block"}),
+        rnd("def transform(table):\n    return table[9]", out(None, "exception", "IndexError: x" * 200), crash),
+        rnd("def transform(table):\n    return table", out([["b", "a"], ["c", "d"]])),
+        rnd("def transform(table):\n    return table[::-1]", out([["c", "d"], ["a", "b"]])),
+        rnd("def transform(table):\n    return list(zip(*table))", out([["a", "c"], ["b", "d"]])),
+        rnd("def transform(table):\n    return table[:1]", out([["a", "b"]])),
+        rnd("def transform(table):\n    return table * 2", out([["a", "b"], ["c", "d"], ["e", "f"]])),
+        rnd("def transform(table):\n    return many", out(many)),
+        rnd("def transform(table):\n    return long", out([["z" * (2 * _prompts.MAX_ROW_CHARS)]])),
+        rnd("def transform(table):\n    return []", out([])),
+        rnd("def transform(table):\n    return None", out(None, "bad_output", "")),
+        rnd("def transform(table):\n    return 1", out(None, None, "")),
+        rnd("def transform(table):\n    return table", out([["a", "b"], ["c", "d"]]), crash, passed=True),
+        rnd("def transform(table):\n    return table", out([["a", "b"]], "wrong_output", "wrong"), crash),
+    ]
+
+
+def _probe_conversations() -> list:
+    """Every prompt the rollout can build, for a small fixed task: direct, WRITE, and the FIX
+    prompt after each probe round, with and without ``--repair-history``."""
+    task = Task("probe", [["1", "x"], ["2", "y"]], [["a", "b"], ["c", "d"]], [["3", "z"]])
+    chain = _probe_rounds()  # each one gets feedback: the rollout repairs only such rounds
+    out: list = [direct_messages(task), write_messages(task), round_messages(task, chain, 0)]
+    for i in range(1, len(chain) + 1):
+        shown = chain[:i] + [{}]
+        out.append(round_messages(task, shown, i))
+        out.append(round_messages(task, shown, i, repair_history=True))
+    out.append(_prompts.describe_feedback(Feedback("timeout", "took too long", test_error="memory",
+                                                   test_message="over the limit")))
+    out.append(_prompts.table_diff([["a"]], [["a"], ["b"]]))
+    return out
+
+
+def prompt_digest() -> str:
+    """The version of the prompt templates: the first ``PROMPT_DIGEST_CHARS`` hex digits of the
+    sha256 of the template texts (system prompt, WRITE rules with the sandbox's allowed modules,
+    the FIX request, the feedback caps) and of every prompt the rollout builds for a fixed probe
+    task (``_probe_conversations``: each wording of the direct, WRITE and FIX prompts and of the
+    repair feedback). It changes when any text that reaches a prompt changes, and is the same in
+    every process (JSON with sorted keys; no salted hash)."""
+    texts = {name: getattr(_prompts, name) for name in _TEMPLATE_NAMES}
+    blob = json.dumps({"templates": texts, "probes": _probe_conversations()}, ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:PROMPT_DIGEST_CHARS]
+
+
+def prompt_version_note(records, today: str | None = None) -> str | None:
+    """One line when the prompts of ``records`` (their ``prompts`` key) are not today's
+    (``prompt_digest()``), None when every record names today's: the viewer and the SFT export
+    rebuild prompts from today's templates, which may then not be the prompts the model saw."""
+    today = today or prompt_digest()
+    seen = Counter(r.get("prompts") for r in records)
+    if not seen or set(seen) == {today}:
+        return None
+    rebuilt = f"today's prompt templates are {today}: rebuilt prompts may not be the ones the model saw"
+    if set(seen) == {None}:
+        return f"prompt version unknown (the traces name none: made before prompt versions were recorded); {rebuilt}"
+    parts = [f"{d} ({n} record{'s' * (n != 1)})" if d else f"unknown ({n} record{'s' * (n != 1)})"
+             for d, n in sorted(seen.items(), key=lambda kv: (kv[0] is None, kv[0] or ""))]
+    return f"the traces were made with prompt version {', '.join(parts)}; {rebuilt}"

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from cases import Case, tables_equal
 
 from .backends import Backend, GenerationRequest, Task
-from .conversations import round_feedback, round_messages
+from .conversations import prompt_digest, round_feedback, round_messages
 from .errors import check
 from .grading import hidden_block
 from .parsing import parse_code, parse_table
@@ -366,8 +366,9 @@ def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]
         yield got
 
 
-def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig) -> dict:
-    """The trace record of ``a``, with its outputs decoded from the chunk's ``_Outputs``."""
+def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig, prompts: str) -> dict:
+    """The trace record of ``a``, with its outputs decoded from the chunk's ``_Outputs``;
+    ``prompts``: the prompt templates' version (``conversations.prompt_digest``)."""
     chains = [[_loaded(r) for r in ch.rounds] for ch in a.chains]
     programs = [r for ch in chains for r in ch]
     parts = [a.direct] + programs
@@ -375,6 +376,7 @@ def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig) -> dict:
         "schema_version": SCHEMA_VERSION,
         "case_id": a.case.case_id, "family": a.case.family, "split": a.split,
         "backend": backend.name, "model": backend.model_name, "max_repairs": cfg.max_repairs,
+        "prompts": prompts,
         "task": {"input_table": a.case.input_table, "output_table": a.case.output_table,
                  "test_table": a.case.test_table},
         "direct": a.direct, "rounds": chains[0],
@@ -412,7 +414,8 @@ def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, s
     chunk = _attempts(cases, split_of, cfg)
     try:
         _trace(chunk, backend, sandbox, cfg, on_progress, on_generations, on_decoding)
-        return [_record(a, backend, cfg) for a in chunk]
+        prompts = prompt_digest()
+        return [_record(a, backend, cfg, prompts) for a in chunk]
     finally:
         if chunk:
             chunk[0].outputs.close()
@@ -490,6 +493,7 @@ def rollout(cases: list[Case], split_of: dict[str, str], backend: Backend, sandb
     error goes on (see the module docstring)."""
     todo = [c for c in cases if c.case_id not in done_ids]
     t0, written, visible_passes = time.monotonic(), 0, 0
+    prompts = prompt_digest()  # once: every record of this run names the templates its prompts came from
     bar = Progress(len(todo), "tracing", enabled=cfg.progress, every=cfg.progress_every,
                    eta_after=min(cfg.wave_size, len(todo)))
     waves = -(-len(todo) // cfg.wave_size)
@@ -518,7 +522,7 @@ def rollout(cases: list[Case], split_of: dict[str, str], backend: Backend, sandb
                 with _signals_held():  # the whole chunk, or when it stopped its finished cases, in case order
                     kept = [a for a in chunk if _finished(a, cfg)] if stopped else chunk
                     for a in kept:
-                        write(_record(a, backend, cfg))
+                        write(_record(a, backend, cfg, prompts))
                     if chunk:
                         chunk[0].outputs.close()
                 if stopped:

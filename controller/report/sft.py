@@ -41,9 +41,11 @@ reach the fine-tuning data even from a mislabelled record.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
-from tracegen.conversations import direct_conversation, program_chains, round_conversation
+from tracegen.conversations import (direct_conversation, program_chains, prompt_digest, prompt_version_note,
+                                    round_conversation)
 from tracegen.synth.codegen import strip_history as _strip
 
 from controller.report.outputs import atomic_write_json, atomic_write_text
@@ -96,8 +98,13 @@ def _stripped(row: dict) -> dict:
     return {**row, "prompt": clean(row["prompt"]), "completion": clean(row["completion"])}
 
 
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
 def export_sft(records: list[dict], out_dir: str | Path, repair_history: bool = False,
-               max_tokens: int | None = None, all_splits: bool = False, strip_history: bool = False) -> dict:
+               max_tokens: int | None = None, all_splits: bool = False, strip_history: bool = False,
+               warn=_warn) -> dict:
     """Write ``train.jsonl``, ``dev.jsonl`` and ``export.json`` under ``out_dir``; returns what
     ``export.json`` holds: rows per file (``train``, ``dev``), ``max_tokens`` (the length in force),
     ``chosen`` (``auto`` or ``given``), ``longest``, ``too_long`` (rows left out for having more
@@ -105,7 +112,15 @@ def export_sft(records: list[dict], out_dir: str | Path, repair_history: bool = 
 
     ``max_tokens``: None or 0 chooses the length from the rows (``auto_max_tokens``: nothing is
     left out). ``repair_history``: the traces were made with ``--repair-history`` (FIX prompts
-    showed every earlier attempt), so the rebuilt prompts must show them too."""
+    showed every earlier attempt), so the rebuilt prompts must show them too.
+
+    The prompts are rebuilt with today's templates: ``export.json`` ``prompts`` names their version
+    (``rebuilt_with``) and the traces' (``traces``, ``unknown`` for records that name none), and
+    ``warn`` gets one line when they differ (stderr by default)."""
+    today = prompt_digest()
+    note = prompt_version_note(records, today)
+    if note:
+        warn(f"warning: sft export: {note}")
     if all_splits:
         records = [{**r, "split": "dev" if r.get("split") == "dev" else "train"} for r in records]
     test_families = {r["family"] for r in records if r.get("split") == "test"}
@@ -130,7 +145,8 @@ def export_sft(records: list[dict], out_dir: str | Path, repair_history: bool = 
     for split, rows in by_split.items():
         atomic_write_text(out / f"{split}.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     summary = {**{s: len(rows) for s, rows in by_split.items()}, "max_tokens": limit, "chosen": chosen,
-               "longest": longest, "too_long": sum(k["too_long"] for k in kinds.values()), "kinds": kinds}
+               "longest": longest, "too_long": sum(k["too_long"] for k in kinds.values()), "kinds": kinds,
+               "prompts": {"rebuilt_with": today, "traces": sorted({r.get("prompts") or "unknown" for r in records})}}
     atomic_write_json(out / "export.json", summary)
     return summary
 

@@ -23,9 +23,10 @@ import base64
 import gzip
 import json
 import re
+import sys
 from pathlib import Path
 
-from tracegen.conversations import program_chains, record_task, round_messages
+from tracegen.conversations import program_chains, prompt_digest, prompt_version_note, record_task, round_messages
 from tracegen.prompts import direct_messages, write_messages
 from tracegen.records import read_traces
 
@@ -163,7 +164,19 @@ def run_view(summary: dict, records: list[dict], figures: list[str], run_config:
         # run metadata: the whole config (sampling, seeds, budgets), what the traces were made with
         "config": cfg, "trace_config": (run_config or {}).get("trace_config"), "versions": summary.get("versions"),
         "timing": summary.get("timing"), "seeds": summary.get("seeds"), "split_method": summary.get("split_method"),
+        "prompts": prompt_versions(records, run_config),
     }
+
+
+def prompt_versions(records: list[dict], run_config: dict | None = None) -> dict:
+    """The prompt templates' versions: the traces' (``unknown`` for records that name none), the
+    trace config's, today's (the page's prompts are rebuilt with today's) and, when they differ,
+    the one-line ``note`` (``prompt_version_note``) the page and the log show."""
+    today = prompt_digest()
+    note = prompt_version_note(records, today)
+    return {"traces": sorted({r.get("prompts") or "unknown" for r in records}),
+            "trace_config": ((run_config or {}).get("trace_config") or {}).get("prompts"), "today": today,
+            **({"note": note} if note else {})}
 
 
 def viewer_data(summary: dict, records: list[dict], outcomes: dict[str, list[dict]], figures: list[str],
@@ -283,4 +296,7 @@ def build_viewer(root: str | Path) -> Path:
     root = Path(root)
     reports_dir = root if (root / "final_summary.json").exists() else root / "reports"
     summary, records, outcomes = load_run(reports_dir)
+    note = prompt_version_note(records)
+    if note:  # the page's prompts are rebuilt from today's templates
+        print(f"warning: {reports_dir}: {note}", file=sys.stderr)
     return write_viewer(reports_dir, summary, records, outcomes)

@@ -7,7 +7,8 @@
 const META = [
   ["Run", [["case set", "config.case_set"], ["cases (hash)", "trace.case_set"], ["cases traced", "trace.n_cases"],
     ["trace file", "config.trace_file"], ["tag", "config.tag"], ["split method", "split_method.method"],
-    ["git commit", "versions.git_commit"], ["total time (s)", "timing.total_s"], ["tracing time (s)", "timing.traces_s"]]],
+    ["git commit", "versions.git_commit"], ["total time (s)", "timing.total_s"], ["tracing time (s)", "timing.traces_s"],
+    ["prompt version", "prompts.traces"], ["prompts shown (today's)", "prompts.today"]]],
   ["Backend and sampling", [["backend", "config.backend.name"], ["model", "config.backend.model"],
     ["temperature", "config.backend.temperature"], ["top_p", "config.backend.top_p"], ["top_k", "config.backend.top_k"],
     ["max new tokens", "config.backend.max_new_tokens"], ["thinking", "config.backend.enable_thinking"],
@@ -36,7 +37,7 @@ const fmtValue = (v) => (v === null ? "none" : typeof v === "object" ? JSON.stri
 
 function metadata(r) {
   const src = { config: r.config || {}, trace: r.trace_config || {}, versions: r.versions || {}, timing: r.timing || {},
-    split_method: r.split_method || {} };
+    split_method: r.split_method || {}, prompts: r.prompts || {} };
   const groups = META.map(([title, rows]) => {
     const trs = rows.map(([label, path]) => {
       const v = lookup(src, path);
@@ -81,7 +82,8 @@ function ceilingTable(c) {
 
 function overview() {
   const r = D.run, h = [];
-  h.push("<h2>Run</h2>" + metadata(r));
+  h.push("<h2>Run</h2>" + (r.prompts && r.prompts.note ? '<p id="prompt-note" class="badge warn">' + esc(r.prompts.note) + "</p>" : "") +
+    metadata(r));
   h.push("<h2>Splits</h2><table><thead><tr><th>split</th><th>cases</th><th>families</th>" +
     '<th class="hs">direct right</th><th class="hs">program right</th><th class="hs">both</th><th class="hs">neither</th></tr></thead><tbody>');
   for (const [s, v] of Object.entries(r.splits)) {
