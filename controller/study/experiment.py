@@ -64,6 +64,11 @@ class ExperimentConfig:
         "help": "prices of tools (value = right - price x cost per case) the learned rule chooses from on dev"})
     margin: float = field(default=0.02, metadata={
         "help": "accuracy margin (share of cases) of the learned rule's dev guard against always-tool"})
+    nested_rule: bool = field(default=False, metadata={
+        "help": "also fit nested_rule (exploratory): the learned rule with its model and price chosen by nested "
+                "family cross-validation on train + dev (NESTED_FOLDS inner folds), refit in every CV fold"})
+    nested_folds: int = field(default=4, metadata={
+        "help": "with --nested-rule: family-grouped inner folds on train + dev that choose its model and price"})
     lora_frontier_lambdas: tuple[float, ...] = field(default=(), metadata={
         "help": "with --train-lora: prices of tools at which the LoRA policy is retrained for its accuracy-vs-cost "
                 "frontier, e.g. 0.02,0.1 (one training each; default: none, the quickstart trains the policy once)",
@@ -102,6 +107,7 @@ class ExperimentConfig:
         check(bool(self.rule_lambdas) and min(self.rule_lambdas) >= 0, "rule_lambdas",
               f"needs at least one price, each >= 0, got {self.rule_lambdas}")
         check(0 <= self.margin < 1, "margin", f"must be in [0, 1), got {self.margin}")
+        check(self.nested_folds >= 2, "nested_folds", f"needs at least 2 inner folds, got {self.nested_folds}")
 
 
 def by_split(records):
