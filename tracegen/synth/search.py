@@ -51,6 +51,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from .codegen import emit_code
+from .frontier import closest_states, compact_frontier
 from .heuristic import Target, finish, lower_bound
 from .library import apply_step, propose, step_cost, unfold_cells
 from .program import Program, program_key
@@ -277,9 +278,9 @@ def stages(examples: list[tuple[Table, Table]], *, max_nodes: int, time_budget_s
         return t0 + time_budget_s if time_budget_s and time_budget_s > 0 else None
 
     t0 = time.perf_counter()
-    run = _stages(examples, None, max_nodes=total, deadline=deadline(t0), exclude=set(exclude), seeds=seeds,
+    run = _Search(examples, None, max_nodes=total, deadline=deadline(t0), exclude=set(exclude), seeds=seeds,
                   max_depth=max_depth, shuffle_seed=shuffle_seed, g_weight=g_weight, want=want,
-                  behave=_behave(behaviour))
+                  behave=_behave(behaviour)).run()
     try:
         with _no_gc():
             found = next(run)
@@ -326,53 +327,64 @@ def _fits_head(tables, heads, full) -> bool:
 
 
 def _search(examples, full, **kw) -> Outcome:
-    """``_stages`` run once, to its budget: the search of ``search`` (arguments there)."""
-    run = _stages(examples, full, resumable=False, **kw)
+    """``_Search`` run once, to its budget: the search of ``search`` (arguments there)."""
+    run = _Search(examples, full, resumable=False, **kw).run()
     try:
         return next(run)
     finally:
         run.close()
 
 
-def _stages(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, max_depth: int, shuffle_seed,
-            g_weight: float, want: int, behave, resumable: bool = True):
+class _Search:
     """Best-first search over ``examples``. With ``full`` (the whole examples of which ``examples``
     holds the first rows) a program is a solution when its tables fit the head (``_fits_head``)
     and it reproduces the full examples, which it is run on incrementally: the full tables of
     each program checked are kept, so checking a program extends its prefix's by one step.
 
-    A generator: it yields the search's ``Outcome`` when its nodes reach ``max_nodes`` (or it
-    ends), and ``send((max_nodes, deadline))`` continues it to a larger budget from exactly where
-    it stopped (mid-expansion included), so stopping at budget a and continuing to b is the
-    search of budget b, state for state. A search that ended (frontier empty, window over)
-    yields its final Outcome again. ``resumable`` False: the caller only reads the first Outcome
-    (no ``_compact`` at the pause)."""
-    inputs = tuple([list(r) for r in inp] for inp, _ in examples)
-    targets = [Target.of(out) for _, out in examples]
-    goal = tuple(t.table for t in targets)
-    target_cells = sum(len(r) for _, out in examples for r in out)
-    limit = MAX_GROWTH * max(sum(len(r) for t in inputs for r in t), sum(t.n_cells for t in targets)) + 64
-    # a state of more cells than this is dropped unseen (it cannot be a solution either)
-    oversize = max(limit, sum(len(r) for _, out in (full or examples) for r in out))
-    rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
-    order = itertools.count()
-    # (f, order, program, tables, g, h, lost, key, parts): plain tuples, compared in C by (f, order)
-    # alone; with parts, h is the lower bound ``heuristic.lower_bound`` and f follows from it
-    frontier: list[tuple] = []
-    lazy = LAZY and want == 1  # want > 1 walks the closest states far down: all finished then
-    finished: dict = {}  # order -> h of the lazily kept states finished when popped
-    seen: set = set()
-    tried: list[tuple] = []  # (h, g, order, program, key, parts) of every state kept: near-miss candidates
-    solutions: list[tuple] = []  # (cost, steps, key, program)
-    found_at: dict = {}
-    partial: list = []  # with ``full``: programs that fit the head but not the whole example
-    # stop_at: where the window after the first solution ends (the budget caps it separately)
-    nodes, cut, stop_at, cheapest_first, bound = 0, False, None, False, None
-    checker = _FullCheck(full) if full is not None else None
+    Its state is attributes and its steps methods, each callable alone; ``run`` is the search: a
+    generator that yields the ``Outcome`` when the nodes reach ``max_nodes`` (or it ends), and
+    ``send((max_nodes, deadline))`` continues it to a larger budget from exactly where it stopped
+    (mid-expansion included), so stopping at budget a and continuing to b is the search of budget
+    b, state for state. A search that ended (frontier empty, window over) yields its final Outcome
+    again. ``resumable`` False: the caller only reads the first Outcome (no ``compact_frontier``
+    at the pause)."""
 
-    def low(tables, max_lost=None):
+    def __init__(self, examples, full, *, max_nodes: int, deadline, exclude: set, seeds, max_depth: int,
+                 shuffle_seed, g_weight: float, want: int, behave, resumable: bool = True):
+        self.examples, self.full, self.seeds, self.exclude = examples, full, seeds, exclude
+        self.behave = behave
+        self.max_nodes, self.deadline, self.max_depth = max_nodes, deadline, max_depth
+        self.g_weight, self.want, self.resumable = g_weight, want, resumable
+        self.inputs = tuple([list(r) for r in inp] for inp, _ in examples)
+        self.targets = [Target.of(out) for _, out in examples]
+        self.goal = tuple(t.table for t in self.targets)
+        self.target_cells = sum(len(r) for _, out in examples for r in out)
+        self.limit = MAX_GROWTH * max(sum(len(r) for t in self.inputs for r in t),
+                                      sum(t.n_cells for t in self.targets)) + 64
+        # a state of more cells than this is dropped unseen (it cannot be a solution either)
+        self.oversize = max(self.limit, sum(len(r) for _, out in (full or examples) for r in out))
+        self.rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
+        self.order = itertools.count()
+        # (f, order, program, tables, g, h, lost, key, parts): plain tuples, compared in C by (f, order)
+        # alone; with parts, h is the lower bound ``heuristic.lower_bound`` and f follows from it
+        self.frontier: list[tuple] = []
+        self.lazy = LAZY and want == 1  # want > 1 walks the closest states far down: all finished then
+        self.finished: dict = {}  # order -> h of the lazily kept states finished when popped
+        self.seen: set = set()
+        self.tried: list[tuple] = []  # (h, g, order, program, key, parts) of every state kept: near misses
+        self.solutions: list[tuple] = []  # (cost, steps, key, program)
+        self.found_at: dict = {}
+        self.partial: list = []  # with ``full``: programs that fit the head but not the whole example
+        # stop_at: where the window after the first solution ends (the budget caps it separately)
+        self.nodes, self.cut, self.stop_at, self.cheapest_first, self.bound = 0, False, None, False, None
+        self.paused = 0  # nodes when the last stage stopped
+        self.start_h = None  # distance of the inputs, set when ``run`` starts
+        self.checker = _FullCheck(full) if full is not None else None
+
+    def low(self, tables, max_lost=None):
         """(lower bound of h, lost, each example's bound) summed over the examples
         (``heuristic.lower_bound``); the bounds are None once lost passes ``max_lost``."""
+        targets = self.targets
         if len(tables) == 1:  # one example, the usual case
             b, lost = lower_bound(tables[0], targets[0], max_lost)
             return b, lost, None if b is None else (b,)
@@ -386,167 +398,152 @@ def _stages(examples, full, *, max_nodes: int, deadline, exclude: set, seeds, ma
             parts.append(b)
         return total, lost, tuple(parts)
 
-    def exact(tables, parts) -> float:
+    def exact(self, tables, parts) -> float:
         """h summed over the examples, from ``low``'s per-example bounds (the terms in the same order)."""
         if len(tables) == 1:
-            return finish(tables[0], targets[0], parts[0])
+            return finish(tables[0], self.targets[0], parts[0])
         total = 0.0
-        for t, tgt, p in zip(tables, targets, parts):
+        for t, tgt, p in zip(tables, self.targets, parts):
             total += finish(t, tgt, p)
         return total
 
-    def solved(tables, key, program) -> bool:
-        if checker is None:
-            return key == goal
-        if not _fits_head(tables, examples, full):
+    def solved(self, tables, key, program) -> bool:
+        if self.checker is None:
+            return key == self.goal
+        if not _fits_head(tables, self.examples, self.full):
             return False
-        nonlocal stop_at
-        ok = checker.reproduces(program)
-        if ok is False and len(partial) < SAMPLE_SEEDS:
-            partial.append(program)
-            if stop_at is None:  # the rest is a step the head cannot show: leave it to the full search
-                stop_at = nodes + max(WINDOW, nodes)
+        ok = self.checker.reproduces(program)
+        if ok is False and len(self.partial) < SAMPLE_SEEDS:
+            self.partial.append(program)
+            if self.stop_at is None:  # the rest is a step the head cannot show: leave it to the full search
+                self.stop_at = self.nodes + max(WINDOW, self.nodes)
         return bool(ok)
 
-    def consider(tables, program: Program, g: float, parent_lost: int | None) -> None:
-        nonlocal stop_at, cheapest_first, bound
+    def consider(self, tables, program: Program, g: float, parent_lost: int | None) -> None:
+        """Keep the state ``program`` (of cost ``g``) reaches, or record it as a solution; drop it
+        when seen before, too big, or losing more target values than its parent (``parent_lost``)."""
         key = _key(tables)
-        if solved(tables, key, program):
+        if self.solved(tables, key, program):
             pk = program_key(program)
-            if pk not in exclude:
+            if pk not in self.exclude:
+                solutions = self.solutions
                 solutions.append((round(g, 6), len(program), pk, program))
-                found_at.setdefault(pk, nodes)
-                if not cheapest_first:
-                    cheapest_first = True
+                self.found_at.setdefault(pk, self.nodes)
+                if not self.cheapest_first:
+                    self.cheapest_first = True
                     # from now on, cheapest programs first: look for a shorter one
+                    frontier = self.frontier
                     frontier[:] = [(n[4] * 100.0 + n[5],) + n[1:] for n in frontier]
                     heapq.heapify(frontier)
-                if want == 1:
-                    bound = min(bound, solutions[-1][0]) if bound is not None else solutions[-1][0]
+                if self.want == 1:
+                    bound = self.bound
+                    self.bound = min(bound, solutions[-1][0]) if bound is not None else solutions[-1][0]
                 else:
-                    best = _ranked(solutions, want, behave)
-                    bound = best[-1][0] if len(best) == want else None
-                if stop_at is None and bound is not None:
-                    stop_at = nodes + max(WINDOW, nodes)
+                    best = _ranked(solutions, self.want, self.behave)
+                    self.bound = best[-1][0] if len(best) == self.want else None
+                if self.stop_at is None and self.bound is not None:
+                    self.stop_at = self.nodes + max(WINDOW, self.nodes)
             return
-        if key in seen or sum(map(len, chain.from_iterable(tables))) > limit:
+        seen = self.seen
+        if key in seen or sum(map(len, chain.from_iterable(tables))) > self.limit:
             return
         seen.add(key)
-        h, lost, parts = low(key, parent_lost)
+        h, lost, parts = self.low(key, parent_lost)
         if parent_lost is not None and lost > parent_lost:
             return
-        rest = parts if lazy else None  # h stays a bound until the state is popped (if ever)
+        rest = parts if self.lazy else None  # h stays a bound until the state is popped (if ever)
         if rest is None:
-            h = exact(key, parts)
-        f = h + g_weight * g if not cheapest_first else g * 100.0 + h
-        n = next(order)
-        tried.append((h, g, n, program, key, rest))
-        heapq.heappush(frontier, (f, n, program, tables, g, h, lost, key, rest))
+            h = self.exact(key, parts)
+        f = h + self.g_weight * g if not self.cheapest_first else g * 100.0 + h
+        n = next(self.order)
+        self.tried.append((h, g, n, program, key, rest))
+        heapq.heappush(self.frontier, (f, n, program, tables, g, h, lost, key, rest))
 
-    consider(inputs, (), 0.0, None)
-    for seed in seeds:
-        tables, program, g = inputs, (), 0.0
-        for step in seed:
-            nodes += 1
-            try:
-                tables = tuple(apply_step(t, step) for t in tables)
-            except Exception:  # a seed from elsewhere may not fit these tables
-                break
-            program, g = program + (step,), g + step_cost(*step)
-            consider(tables, program, g, None)
+    def outcome(self) -> Outcome:
+        """The search so far; ``spent``: the nodes since the last stage stopped."""
+        keep = NEAR_KEEP if self.lazy else len(self.tried)
+        near = closest_states(self.tried, self.finished, self.exact, keep)
+        ranked = sorted({sol[2]: sol for sol in self.solutions}.values(), key=lambda sol: sol[:3])
+        return Outcome(ranked, near, self.nodes, self.cut, self.start_h, 0.0, dict(self.found_at),
+                       partial=list(self.partial), spent=self.nodes - self.paused)
 
-    def outcome(spent_before: int) -> Outcome:
-        near = _closest(tried, finished, exact, NEAR_KEEP if lazy else len(tried))
-        ranked = sorted({sol[2]: sol for sol in solutions}.values(), key=lambda sol: sol[:3])
-        return Outcome(ranked, near, nodes, cut, start_h, 0.0, dict(found_at), partial=list(partial),
-                       spent=nodes - spent_before)
+    def _pause(self):
+        """Yield the Outcome so far; a sent (max_nodes, deadline) is the budget to go on with."""
+        if self.resumable:
+            compact_frontier(self.frontier, self.targets)
+        got = yield self.outcome()
+        self.paused = self.nodes
+        if got is not None:
+            self.max_nodes, self.deadline = got
 
-    start_h = exact(inputs, low(inputs)[2])
-    paused = 0  # nodes when the last stage stopped
-    while frontier and not cut:
-        if stop_at is not None and nodes >= stop_at:
-            break
-        if nodes >= max_nodes:  # the budget is spent: pause here until a larger one is sent
-            if resumable:
-                _compact(frontier, targets)
-            got = yield outcome(paused)
-            paused = nodes
-            max_nodes, deadline = got if got is not None else (max_nodes, deadline)
-            continue
-        f, n, program, states, g, _, lost, key, rest = heapq.heappop(frontier)
-        if len(program) >= max_depth or (bound is not None and g + 1.0 > bound + 1e-9):
-            continue  # skipped the same whenever popped: depth is fixed, the bound only falls
-        if rest is not None:  # its h was a lower bound: finish it, and back in line unless still first
-            h = finished[n] = exact(key, rest)
-            exact_f = h + g_weight * g if not cheapest_first else g * 100.0 + h
-            if exact_f > f:
-                heapq.heappush(frontier, (exact_f, n, program, states, g, h, lost, key, None))
-                continue
-        if states is None:  # kept while paused as its key alone (``_compact``)
-            states = tuple([list(r) for r in t] for t in key)
-        steps = propose(states[0], targets[0])
-        if rng is not None:
-            steps = list(steps)
-            rng.shuffle(steps)
-        weight = 1 + (sum(map(len, chain.from_iterable(states))) + target_cells) // CELLS_PER_NODE
-        for step in steps:
+    def run(self):
+        """The search, in stages (see the class). The loop reads the state through locals (it is
+        the hot loop) and writes back what the methods read: ``nodes`` at every step."""
+        consider, exact, inputs = self.consider, self.exact, self.inputs
+        consider(inputs, (), 0.0, None)
+        for seed in self.seeds:
+            tables, program, g = inputs, (), 0.0
+            for step in seed:
+                self.nodes += 1
+                try:
+                    tables = tuple(apply_step(t, step) for t in tables)
+                except Exception:  # a seed from elsewhere may not fit these tables
+                    break
+                program, g = program + (step,), g + step_cost(*step)
+                consider(tables, program, g, None)
+        self.start_h = exact(inputs, self.low(inputs)[2])
+        frontier, finished, targets, rng = self.frontier, self.finished, self.targets, self.rng
+        max_depth, g_weight, oversize, cells = self.max_depth, self.g_weight, self.oversize, self.target_cells
+        max_nodes, deadline, nodes = self.max_nodes, self.deadline, self.nodes
+        heappop, heappush, perf_counter = heapq.heappop, heapq.heappush, time.perf_counter
+        while frontier and not self.cut:
+            stop_at = self.stop_at  # consider() sets it, and the bound, when it records a solution
             if stop_at is not None and nodes >= stop_at:
                 break
-            while nodes >= max_nodes:  # paused in mid-expansion: a larger budget goes on from here
-                if resumable:
-                    _compact(frontier, targets)
-                got = yield outcome(paused)
-                paused = nodes
-                max_nodes, deadline = got if got is not None else (max_nodes, deadline)
-            if deadline is not None and time.perf_counter() > deadline:
-                cut = True
-                break
-            nodes += weight
-            try:
-                if step[0] == "unfold" and sum(unfold_cells(t, **step[1]) for t in states) > oversize:
-                    continue  # a wide blow-up consider() would drop: counted, not built
-                tables = tuple([apply_step(t, step) for t in states])
-            except Exception:  # operators are total on the tables they were proposed for
+            if nodes >= max_nodes:  # the budget is spent: pause here until a larger one is sent
+                yield from self._pause()
+                max_nodes, deadline = self.max_nodes, self.deadline
                 continue
-            consider(tables, program + (step,), g + step_cost(*step), lost)
+            f, n, program, states, g, _, lost, key, rest = heappop(frontier)
+            bound = self.bound
+            if len(program) >= max_depth or (bound is not None and g + 1.0 > bound + 1e-9):
+                continue  # skipped the same whenever popped: depth is fixed, the bound only falls
+            if rest is not None:  # its h was a lower bound: finish it, and back in line unless still first
+                h = finished[n] = exact(key, rest)
+                exact_f = h + g_weight * g if not self.cheapest_first else g * 100.0 + h
+                if exact_f > f:
+                    heappush(frontier, (exact_f, n, program, states, g, h, lost, key, None))
+                    continue
+            if states is None:  # kept while paused as its key alone (``compact_frontier``)
+                states = tuple([list(r) for r in t] for t in key)
+            steps = propose(states[0], targets[0])
+            if rng is not None:
+                steps = list(steps)
+                rng.shuffle(steps)
+            weight = 1 + (sum(map(len, chain.from_iterable(states))) + cells) // CELLS_PER_NODE
+            for step in steps:
+                stop_at = self.stop_at
+                if stop_at is not None and nodes >= stop_at:
+                    break
+                while nodes >= max_nodes:  # paused in mid-expansion: a larger budget goes on from here
+                    yield from self._pause()
+                    max_nodes, deadline = self.max_nodes, self.deadline
+                if deadline is not None and perf_counter() > deadline:
+                    self.cut = True
+                    break
+                self.nodes = nodes = nodes + weight
+                try:
+                    if step[0] == "unfold" and sum(unfold_cells(t, **step[1]) for t in states) > oversize:
+                        continue  # a wide blow-up consider() would drop: counted, not built
+                    tables = tuple([apply_step(t, step) for t in states])
+                except Exception:  # operators are total on the tables they were proposed for
+                    continue
+                consider(tables, program + (step,), g + step_cost(*step), lost)
 
-    final = outcome(paused)
-    while True:  # ended: every later stage is this one, at no cost
-        yield final
-        final = replace(final, spent=0)
-
-
-def _compact(frontier: list, targets) -> None:
-    """A paused search made small: its frontier without the states' tables, which their keys (the
-    same rows as tuples) hold too, and its targets' memos emptied (caches of pure functions of
-    the state, filled again as needed). It then takes a fraction of the memory, and the cyclic
-    collector, which stops looking at tuples of strings, has almost nothing of it to walk. The
-    heap order (by f, then order) is unchanged; a state's tables are rebuilt from its key when
-    it is popped, so the search goes on as if it had never paused."""
-    frontier[:] = [e if e[3] is None else e[:3] + (None,) + e[4:] for e in frontier]
-    for tgt in targets:
-        for memo in ("memo", "pair_memo", "layout_memo"):
-            tgt.__dict__.pop(memo, None)
-
-
-def _closest(tried, finished: dict, exact, keep: int) -> list:
-    """(h, program) of the ``keep`` closest kept states by (h, cost, order), finishing only the
-    distances that can still decide them. ``tried`` holds (h or its lower bound, g, order,
-    program, key, parts): a state is placed once no state left, taken in the order of its bounds,
-    can come before it (a bound is never above its distance)."""
-    out: list = []
-    ready: list = []  # finished states, a heap by (h, g, order)
-    for h, g, n, program, key, rest in sorted(tried, key=lambda t: t[:3]):
-        while ready and ready[0][:3] < (h, g, n) and len(out) < keep:
-            out.append(heapq.heappop(ready))
-        if len(out) == keep:
-            break
-        if rest is not None:
-            h = finished[n] if n in finished else exact(key, rest)
-        heapq.heappush(ready, (h, g, n, program))
-    while ready and len(out) < keep:
-        out.append(heapq.heappop(ready))
-    return [(h, program) for h, _, _, program in out]
+        final = self.outcome()
+        while True:  # ended: every later stage is this one, at no cost
+            yield final
+            final = replace(final, spent=0)
 
 
 class _FullCheck:
