@@ -154,6 +154,24 @@ class PerPath(dict):
         return ", ".join(f"{p} {v}" for p, v in self.items())
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keep the epilog's layout; show each flag's default unless its help already says it: a switch
+    is off by default, a None default's help says what happens unset (tests/controller/test_cli_config.py
+    checks that every flag's entry names its default). The one formatter of the main command and
+    its subcommands (``compare``, ``view``, ``sft``)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default is argparse.SUPPRESS or not action.option_strings:
+            return text
+        if action.nargs == 0:  # a switch: --x turns it on, --no-x turns its feature off
+            return f"{text} (default: off)"
+        if action.default is None:
+            return text
+        shown = ",".join(map(str, action.default)) if isinstance(action.default, tuple) else action.default
+        return f"{text} (default: {shown})"
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit 2) and ``--config FILE`` read before the flags.
     ``config_cls``: the config the flags fill in; its field paths are then config-file keys too."""
@@ -169,7 +187,7 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         args = list(sys.argv[1:] if args is None else args)
-        for i, a in enumerate(args):
+        for i, a in enumerate(args if "--config" in self._option_string_actions else ()):
             if a == "--config" and i + 1 < len(args) or a.startswith("--config="):
                 self.set_defaults(**self.read_config(args[i + 1] if a == "--config" else a.split("=", 1)[1]))
         return super().parse_known_args(args, namespace)
@@ -246,11 +264,15 @@ def _coerce(flag: Flag, value):
     return value
 
 
-def add_flags(parser: argparse.ArgumentParser, table: dict[str, Flag], titles: dict[str, str]) -> None:
+def add_flags(parser: argparse.ArgumentParser, table: dict[str, Flag], titles: dict[str, str | None]) -> None:
+    """Each flag in a group per section, titled by ``titles`` (a section's path by default; a title
+    of None: the parser's own options, beside ``--help``)."""
     groups: dict[str, argparse._ArgumentGroup] = {}
     for flag in table.values():
         section = flag.paths[0].rpartition(".")[0].removesuffix(".extra")
-        g = groups.get(section) or groups.setdefault(section, parser.add_argument_group(titles.get(section, section)))
+        title = titles.get(section, section)
+        g = groups.get(section) or groups.setdefault(
+            section, parser if title is None else parser.add_argument_group(title))
         if flag.kind is bool:
             g.add_argument(flag.name, dest=flag.dest, help=flag.help.replace("%", "%%"), action="store_true",
                            default=False if flag.negate else flag.default)  # dest: whether the switch is on

@@ -40,23 +40,6 @@ def package_version() -> str:
         return "unknown (not installed)"
 
 
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keep the epilog's layout; show each flag's default unless its help already says it: a switch
-    is off by default, a None default's help says what happens unset (tests/controller/test_cli_config.py
-    checks that every flag's entry names its default)."""
-
-    def _get_help_string(self, action):
-        text = action.help or ""
-        if "default" in text or action.default is argparse.SUPPRESS or not action.option_strings:
-            return text
-        if action.nargs == 0:  # a switch: --x turns it on, --no-x turns its feature off
-            return f"{text} (default: off)"
-        if action.default is None:
-            return text
-        shown = ",".join(map(str, action.default)) if isinstance(action.default, tuple) else action.default
-        return f"{text} (default: {shown})"
-
-
 TITLES = {"": "run and splits", "backend": "backend (how the model attempts cases)",
           "rollout": "rollout and sandbox", "experiment": "controllers", "experiment.lora": "LoRA policy"}
 
@@ -70,11 +53,11 @@ def flag_table():
 
 def make_parser() -> argparse.ArgumentParser:
     """The flags of ``RunConfig`` and its sections (``controller.args``), plus ``--config`` and ``--version``."""
-    from controller.args import Parser, add_flags
+    from controller.args import HelpFormatter, Parser, add_flags
     from controller.config import RunConfig
 
     table = flag_table()
-    p = Parser(prog="live-tool-dagger", description=__doc__.split("\n\n")[0], formatter_class=_HelpFormatter,
+    p = Parser(prog="live-tool-dagger", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter,
                epilog=__doc__.split("\n\n", 1)[1], flag_table=table, config_cls=RunConfig)
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     p.add_argument("--config", metavar="FILE", help="TOML file of settings, each by its field path ([rollout] "

@@ -249,11 +249,10 @@ def train(cfg: SftConfig) -> dict:
 
 
 def make_parser():
-    from controller.args import Parser, add_flags, flags
-    from controller.commands import _Formatter
+    from controller.args import HelpFormatter, Parser, add_flags, flags
 
     table = flags(SftConfig)
-    p = Parser(prog="live-tool-dagger sft", formatter_class=_Formatter, flag_table=table,
+    p = Parser(prog="live-tool-dagger sft", formatter_class=HelpFormatter, flag_table=table,
                description="Train a coder on an SFT export with TRL's SFTTrainer (LoRA or full, CPU or GPU);\n"
                            "the result loads with --backend hf --model OUT. See docs/sft.md.")
     p.add_argument("--config", metavar="FILE", help="TOML file of these flags without the dashes (default: none)")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""(Re)build the trace viewer of a run: ROOT/reports/viewer/index.html, from the files under
-ROOT/reports (final_summary.json, the trace file, split_manifest.json, predictions/*.jsonl,
-run_config.json).
+"""(Re)build the trace viewer of a run: ROOT/reports/viewer/data.json.gz (its data, what a committed
+study keeps) and index.html (the page), from the files under ROOT/reports (final_summary.json, the
+trace file, split_manifest.json, predictions/*.jsonl, run_config.json).
 
     python scripts/view_traces.py [ROOT]              # ROOT defaults to the repository root
     python scripts/view_traces.py ROOT --measure 5    # then time 5 loads in a system Chromium

@@ -16,6 +16,11 @@ page marks as hindsight. The run: its config (sampling, seeds, budgets), the tra
 
 ``build_viewer(reports_dir)`` reads the run's files (final_summary.json, the trace file,
 split_manifest.json, predictions/*.jsonl); the pipeline passes what it has in memory instead.
+
+A run writes the data on its own too, ``viewer/data.json.gz`` (the very bytes the page inlines),
+and the page beside it. A committed study keeps only the data file: ``write_page(viewer_dir)``
+(``live-tool-dagger view``) writes ``index.html`` from it and today's assets, byte for byte the
+page the run would have written, so the pages never drift from the assets in the repository.
 """
 from __future__ import annotations
 
@@ -32,12 +37,14 @@ from tracegen.records import read_traces
 
 from controller.study.failures import direct_category, repeated_repairs, round_category, visibly_solvable
 from controller.env.registry import ordered as ordered_policies
-from controller.report.outputs import atomic_write_text
+from controller.report.outputs import atomic_write_bytes, atomic_write_text
 
 ASSETS = Path(__file__).parent / "viewer_assets"
 JS_FILES = ("util.js", "overview.js", "list.js", "case.js", "main.js")  # concatenated in this order
 HELDOUT_SPLITS = ("dev", "test")
 COST_KEYS = ("prompt_tokens", "completion_tokens", "gen_ms")
+DATA_FILE = "data.json.gz"  # the page's data, as the page inlines it (base64 aside)
+PAGE_FILE = "index.html"
 
 
 class ViewerInputError(Exception):
@@ -188,13 +195,24 @@ def viewer_data(summary: dict, records: list[dict], outcomes: dict[str, list[dic
             "cases": [case_view(r, policies, by_policy, history) for r in records]}
 
 
-def render_page(data: dict) -> str:
-    # mtime=0: the same run gives the same bytes. Base64 has no "<", so no "</script>" in the data.
+def pack_data(data: dict) -> bytes:
+    """The data object as the page carries it: compact JSON, gzipped (mtime=0: the same run gives
+    the same bytes)."""
     blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    packed = base64.b64encode(gzip.compress(blob, compresslevel=9, mtime=0)).decode("ascii")
+    return gzip.compress(blob, compresslevel=9, mtime=0)
+
+
+def page_of(packed: bytes) -> str:
+    """The page around packed data (``pack_data``, or a ``viewer/data.json.gz`` as it is)."""
+    # Base64 has no "<", so no "</script>" in the data.
+    b64 = base64.b64encode(packed).decode("ascii")
     js = "\n".join((ASSETS / name).read_text() for name in JS_FILES)
-    page = (ASSETS / "page.html").read_text().replace("/*DATA*/", packed)  # first: the assets cannot hold it
+    page = (ASSETS / "page.html").read_text().replace("/*DATA*/", b64)  # first: the assets cannot hold it
     return page.replace("/*CSS*/", (ASSETS / "viewer.css").read_text()).replace("/*JS*/", js)
+
+
+def render_page(data: dict) -> str:
+    return page_of(pack_data(data))
 
 
 def read_page_data(path: str | Path) -> dict:
@@ -204,6 +222,36 @@ def read_page_data(path: str | Path) -> dict:
     if m is None:
         raise ViewerInputError(f"{path}: no viewer data in this page")
     return json.loads(gzip.decompress(base64.b64decode(m.group(1))))
+
+
+def read_data_file(path: str | Path) -> dict:
+    """The data object of a ``viewer/data.json.gz``."""
+    try:
+        return json.loads(gzip.decompress(Path(path).read_bytes()))
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ViewerInputError(f"{path}: not readable viewer data ({type(err).__name__})") from None
+
+
+def write_page(viewer_dir: str | Path) -> tuple[Path, bool]:
+    """Write ``viewer_dir/index.html`` from ``viewer_dir/data.json.gz`` and today's assets (the page a
+    run writes from the same data, byte for byte); returns its path and whether it was (re)written
+    (an up-to-date page is left untouched). A missing or unreadable data file raises
+    ``ViewerInputError``; a page that cannot be written raises ``OSError``."""
+    viewer_dir = Path(viewer_dir)
+    src = viewer_dir / DATA_FILE
+    try:
+        packed = src.read_bytes()
+        gzip.decompress(packed)  # a truncated or foreign file fails here, not in the browser
+    except (OSError, EOFError) as err:
+        raise ViewerInputError(f"{src}: not readable viewer data ({type(err).__name__})") from None
+    page, path = page_of(packed).encode("utf-8"), viewer_dir / PAGE_FILE
+    try:
+        if path.read_bytes() == page:
+            return path, False
+    except OSError:
+        pass
+    atomic_write_bytes(path, page)
+    return path, True
 
 
 def _run_config(reports_dir: Path, summary: dict) -> dict | None:
@@ -220,12 +268,15 @@ def _run_config(reports_dir: Path, summary: dict) -> dict | None:
 
 def write_viewer(reports_dir: str | Path, summary: dict, records: list[dict],
                  outcomes: dict[str, list[dict]]) -> Path:
-    """Write ``reports_dir/viewer/index.html`` from a run in memory; returns its path."""
+    """Write ``reports_dir/viewer/data.json.gz`` and the page ``index.html`` from a run in memory;
+    returns the page's path."""
     reports_dir = Path(reports_dir)
     figures = sorted(p.name for p in (reports_dir / "figures").glob("*.png"))
     data = viewer_data(summary, records, outcomes, figures, _run_config(reports_dir, summary))
-    path = reports_dir / "viewer" / "index.html"
-    atomic_write_text(path, render_page(data))
+    packed = pack_data(data)
+    atomic_write_bytes(reports_dir / "viewer" / DATA_FILE, packed)  # what a committed study keeps
+    path = reports_dir / "viewer" / PAGE_FILE
+    atomic_write_text(path, page_of(packed))
     return path
 
 

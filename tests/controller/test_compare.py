@@ -170,6 +170,52 @@ def test_subcommands_have_their_own_help_and_the_run_help_names_them():
     assert "live-tool-dagger compare ROOT_A ROOT_B" in cli("--help").stdout
 
 
+def test_subcommand_flags_are_dataclass_fields_shown_by_the_run_formatter():
+    """compare's and view's flags come from a dataclass each (controller.args, as the run's flags
+    do), with the main command's help formatter; their defaults are the fields' defaults."""
+    import dataclasses
+
+    from controller.args import HelpFormatter
+    from controller.cli import make_parser
+    from controller.commands import CompareArgs, ViewArgs, compare_parser, view_parser
+
+    assert make_parser().formatter_class is HelpFormatter
+    for make, cls, words in ((compare_parser, CompareArgs, ["A", "B"]), (view_parser, ViewArgs, [])):
+        parser, table = make()
+        assert parser.formatter_class is HelpFormatter
+        fields = dataclasses.fields(cls)
+        assert [f.dest for f in table.values()] == [f.name for f in fields]
+        ns = parser.parse_args(words)
+        assert {f.name: getattr(ns, f.name) for f in fields} == {f.name: f.default for f in fields}
+    help_text = cli("compare", "--help").stdout + cli("view", "--help").stdout
+    assert "(default: 2000)" in help_text and "(default: 0)" in help_text and "(default: off)" in help_text
+
+
+def test_compare_writes_the_viewer_page_of_a_run_that_keeps_only_its_data(runs, tmp_path):
+    """A committed study keeps viewer/data.json.gz alone: compare writes its page, so its links work."""
+    for side in "ab":
+        shutil.copytree(runs / side / "reports", tmp_path / side,
+                        ignore=shutil.ignore_patterns("index.html", "cache", "compare_*"))
+    r = cli("compare", tmp_path / "a", tmp_path / "b", "--out", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "out" / "compare.json").read_text())
+    for side in "ab":
+        page = tmp_path / side / "viewer" / "index.html"
+        assert res[side]["viewer"] == str(page)
+        assert page.read_bytes() == (runs / side / "reports" / "viewer" / "index.html").read_bytes()
+
+
+def test_bad_flags_get_one_line_naming_the_flag(runs):
+    a, b = runs / "a", runs / "b"
+    for words, flag in ((("compare", a, b, "--seed", "x"), "--seed"),
+                        (("compare", a, b, "--bootstrap-resamples", "0"), "--bootstrap-resamples must be at least 1"),
+                        (("compare", a, b, "--split", "nope"), "--split"),
+                        (("compare", a, b, "--config", "x.toml"), "--config"),
+                        (("view", runs, "--open", "yes"), "yes"),
+                        (("view", runs, "--out"), "--out")):
+        assert flag in one_error_line(cli(*words)), words
+
+
 # ----------------------------------------------------------------------------- the page, in a browser
 
 

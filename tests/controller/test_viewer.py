@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
-from controller.report.viewer import read_page_data, viewer_data, write_viewer
+from controller.report.viewer import read_data_file, read_page_data, viewer_data, write_viewer
 from tracefactory import ANSWER, WRONG, make_record
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,6 +67,65 @@ def test_view_traces_rebuilds_the_same_page_and_refuses_bad_input(run, tmp_path)
         r = script(VIEW, str(target))
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (bad / "reports" / "viewer").exists()
+
+
+STUDIES = ("foofah", "foofah_k3", "library", "smollm2_coder", "smollm2_distilled")
+
+
+def test_view_writes_the_run_page_from_its_data_byte_for_byte(run, tmp_path):
+    """A run keeps its viewer's data (viewer/data.json.gz, the bytes the page inlines); ``view``
+    writes the page from it and today's assets: the very page the run wrote. A stale page is
+    refreshed, an up-to-date one left alone, an unreadable data file is a warning line."""
+    root, rep, _ = run
+    page = rep / "viewer" / "index.html"
+    assert read_data_file(rep / "viewer" / "data.json.gz") == read_page_data(page)
+    top = tmp_path / "runs"
+    for name in ("kept", "stale", "broken"):  # each as a committed study: the data file, no page
+        shutil.copytree(rep, top / name, ignore=shutil.ignore_patterns("sft", "cache", "adapters", "index.html"))
+    (top / "stale" / "viewer" / "index.html").write_text("an old page")
+    (top / "broken" / "viewer" / "data.json.gz").write_bytes(b"not gzip")
+    r = script(CLI, "view", str(top))
+    assert r.returncode == 0, r.stderr
+    assert (top / "kept" / "viewer" / "index.html").read_bytes() == page.read_bytes()
+    assert (top / "stale" / "viewer" / "index.html").read_bytes() == page.read_bytes()
+    assert not (top / "broken" / "viewer" / "index.html").exists()
+    [warning] = r.stderr.strip().splitlines()
+    assert warning.startswith("warning: ") and str(top / "broken" / "viewer" / "data.json.gz") in warning
+    index = (top / "runs.html").read_text()
+    assert 'href="kept/viewer/index.html"' in index and 'href="stale/viewer/index.html"' in index
+    kept = top / "kept" / "viewer" / "index.html"
+    os.utime(kept, (1, 1))
+    assert script(CLI, "view", str(top / "kept")).returncode == 0
+    assert kept.stat().st_mtime == 1  # already up to date: not rewritten
+
+
+def test_committed_studies_keep_only_their_viewer_data():
+    """results/*/viewer/index.html is git-ignored: each study commits viewer/data.json.gz, a page's
+    data for every record of the study, smaller than the page it replaces."""
+    tracked = subprocess.run(["git", "ls-files", "results"], cwd=REPO, capture_output=True, text=True, check=True)
+    viewer_files = sorted(p for p in tracked.stdout.splitlines() if "/viewer/" in p)
+    assert viewer_files == [f"results/{s}/viewer/data.json.gz" for s in STUDIES]
+    ignored = subprocess.run(["git", "check-ignore", *(f"results/{s}/viewer/index.html" for s in STUDIES)],
+                             cwd=REPO, capture_output=True, text=True)
+    assert ignored.returncode == 0 and len(ignored.stdout.splitlines()) == len(STUDIES)
+    for s in STUDIES:
+        data = read_data_file(REPO / "results" / s / "viewer" / "data.json.gz")
+        summary = json.loads((REPO / "results" / s / "final_summary.json").read_text())
+        assert len(data["cases"]) == data["run"]["n_records"] == summary["n_records"]
+        assert set(data["policies"]) == set(summary["policy_results"])
+
+
+def test_a_committed_study_page_written_by_view_opens(browser, tmp_path):
+    """The page ``view`` writes from a committed study's data draws in a real browser."""
+    study = tmp_path / "smollm2_coder"
+    shutil.copytree(REPO / "results" / "smollm2_coder", study, ignore=shutil.ignore_patterns("index.html"))
+    r = script(CLI, "view", str(study))
+    assert r.returncode == 0, r.stderr
+    errors = []
+    page = open_page(browser, (study / "viewer" / "index.html").as_uri() + "#cases", errors)
+    n = read_data_file(study / "viewer" / "data.json.gz")["run"]["n_records"]
+    expect(page.locator("#f-count")).to_have_text(f"{n} of {n} cases")
+    assert page.locator("#case-list tbody tr").count() == n and errors == []
 
 
 def test_sft_export_of_a_run_has_no_test_case_or_family(run):
