@@ -54,13 +54,23 @@ def check_flags(cfg) -> None:
         raise err.within("backend") from None
     if e.lora.base_model is not None:
         policy_model(e.lora.base_model)
-    if e.study is not None:
-        from controller.study.hypotheses import StudyError, load_study
+    if cfg.generate_traces:  # a run that reuses traces checks its study against their budget (``check_study``)
+        check_study(e, cfg.rollout.max_repairs)
 
-        try:
-            load_study(e.study, known_policies=names(max_repairs=cfg.rollout.max_repairs))
-        except StudyError as err:
-            raise UsageError(f"`experiment.study` {err}") from None
+
+def check_study(experiment, max_repairs: int) -> None:
+    """The study file of ``experiment`` (an ``ExperimentConfig``), if any: readable, and naming
+    only policies of the registry, the repair budgets ``repair_at_most_<r>`` those of
+    ``max_repairs``, the traces' budget (the max over their records; for a run that traces, the
+    budget it traces with). Raises ``UsageError`` naming ``experiment.study``."""
+    if experiment.study is None:
+        return
+    from controller.study.hypotheses import StudyError, load_study
+
+    try:
+        load_study(experiment.study, known_policies=names(max_repairs=max_repairs))
+    except StudyError as err:
+        raise UsageError(f"`experiment.study` {err}") from None
 
 
 def policy_model(name: str) -> str:

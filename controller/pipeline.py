@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, replace
+from pathlib import Path
 
 from cases import CaseError, SplitError, load_cases, make_splits, probe_cases, resolve_case_set, split_manifest
 from tracegen.backends import PartialGeneration, Unanswerable, backend_class
 from tracegen.errors import ConfigError
-from tracegen.records import read_traces, repair_torn_tail
+from tracegen.records import TraceFileError, assign_splits, read_traces, repair_torn_tail, upgrade_record
 
 from controller.args import config_text
-from controller.checks import (UsageError, check_flags, check_trace_file, manifest_splits, policy_model,
+from controller.checks import (UsageError, check_flags, check_study, check_trace_file, manifest_splits, policy_model,
                                read_run_config, split_sizes, traces_started_utc)
 from controller.config import RunConfig, select_cases, selection, trace_config
+from controller.env.traceenv import max_repairs
 from controller.report.outputs import atomic_write_json, atomic_write_text
 from controller.run_folder import reports_dir, run_config_path, set_previous_run_aside, trace_path, write_outputs
 from controller.study.experiment import ExperimentConfig, run_experiment
@@ -56,15 +58,21 @@ def run(cfg: RunConfig, log=print) -> dict:
         if records is not None and not selection(cfg):  # an older run's folder: the cases it traced
             traced = {r["case_id"] for r in records}
             cases = [c for c in cases if c.case_id in traced]
+        if records is not None:  # the repair budget the traces were made with, not this config's
+            check_study(cfg.experiment, max_repairs(records))
+        split = None
         if cfg.split_manifest:
-            manifest_splits(cfg, {c.family for c in cases})
+            split = manifest_splits(cfg, {c.family for c in cases})
+            if records is not None:  # checked before anything is written
+                _in_force(cfg, records, *split)
         else:
             split_sizes(cfg, {c.family for c in cases}, of={c.family for c in all_cases})
         if cfg.generate_traces:
             backend = _open_backend(cfg, [c.case_id for c in cases if c.case_id not in done])
         set_previous_run_aside(cfg, log)  # every check passed: from here on this run writes
         atomic_write_text(reports_dir(cfg) / "config.toml", config_text(given))
-        return _run_checked(cfg, cases, tcfg, done, records, backend, t0, log, worker)
+        return _run_checked(cfg, cases, tcfg, done, records, backend, t0, log, worker,
+                            assigned=records is not None and split is not None)
     except PartialGeneration as err:
         # a request the endpoint refuses for good (e.g. HTTP 400): the finished generations are
         # cached, so fixing the cause and rerunning with --resume pays only for the rest
@@ -87,8 +95,8 @@ def analyze(records, experiment: ExperimentConfig | None = None, log=print) -> t
     e = experiment or ExperimentConfig()
     if e.lora.base_model is not None:
         e = replace(e, lora=replace(e.lora, base_model=policy_model(e.lora.base_model)))
-    if e.study is not None:
-        check_flags(RunConfig(experiment=e))
+    records = [upgrade_record(r) for r in records]  # records from Python: upgraded here, as read_traces does
+    check_study(e, max_repairs(records))
     return run_experiment(records, e, log=log)
 
 
@@ -220,9 +228,25 @@ def _generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict
         return rollout(cases, split_of, backend, sb, trace_path(cfg), cfg.rollout, done_ids=done)
 
 
-def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, t0, log, worker=None) -> dict:
+def _in_force(cfg: RunConfig, records, split_families, split_info) -> None:
+    """The records' split set to the run's manifest (``assign_splits``): a record traced in another
+    split is a ``UsageError`` naming the trace file, unless the run re-splits on purpose (a
+    ``split_manifest`` other than the one kept beside the traces)."""
+    kept = reports_dir(cfg) / "split_manifest.json"
+    resplit = bool(cfg.split_manifest) and Path(cfg.split_manifest).resolve() != kept.resolve()
+    try:
+        assign_splits(records, split_families, split_info["probe_case_ids"], trace_file=trace_path(cfg),
+                      manifest=split_info.get("source") or kept,
+                      check=not resplit)
+    except TraceFileError as err:
+        raise UsageError(str(err)) from None
+
+
+def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, t0, log, worker=None,
+                 assigned: bool = False) -> dict:
     """Everything after the read-only checks: splits, traces, controllers, outputs. ``worker``: a
-    started LoRA worker (closed by the caller), else one is started after tracing."""
+    started LoRA worker (closed by the caller), else one is started after tracing. ``assigned``:
+    ``records`` hold the split in force already (checked before anything was written)."""
     from sandbox import Sandbox
 
     path = trace_path(cfg)
@@ -257,8 +281,8 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, t0, log, w
     try:
         if records is None:
             records = read_traces(path, warn=log)
-        for r in records:  # the split in force is the current manifest's; probe cases stay out
-            r["split"] = "unassigned" if r["case_id"] in probes else split_of_family.get(r["family"], "unassigned")
+        if not assigned:  # the split in force is the manifest's; probe cases stay out
+            _in_force(cfg, records, split_families, split_info)
         log(f"training and simulating controllers on {len(records)} records ...")
         result = run_experiment(records, cfg.experiment, log=log, lora_worker=worker)
         summary = result.summary

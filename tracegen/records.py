@@ -77,6 +77,30 @@ def upgrade_record(record: dict) -> dict:
     return out
 
 
+def assign_splits(records: list[dict], split_families: dict, probe_case_ids=(), *, trace_file, manifest,
+                  check: bool = True) -> list[dict]:
+    """Set every record's ``split`` to the one in force (the manifest's), in place; the one place
+    where traces and their split manifest meet. A probe case (``probe_case_ids``) and a family the
+    manifest does not place are ``unassigned``.
+
+    ``check``: a record whose written ``split`` differs from the manifest's raises
+    ``TraceFileError`` naming ``trace_file``, the case id, both values and ``manifest``; records
+    written ``unassigned`` (probe cases) are exempt. A run that re-splits its traces on purpose
+    (another manifest given) passes ``check=False``: the records then take the manifest's split in
+    memory, and the file keeps what was written."""
+    of_family = {f: s for s, fs in split_families.items() for f in fs}
+    probes = frozenset(probe_case_ids)
+    for r in records:
+        split = "unassigned" if r["case_id"] in probes else of_family.get(r["family"], "unassigned")
+        written = r.get("split")
+        if check and written != split and written != "unassigned":
+            raise TraceFileError(f"{trace_file}: case {r['case_id']!r} was traced in split {written!r} but "
+                                 f"{manifest} puts it in {split!r}; give the split it was traced with, or "
+                                 "another manifest to re-split it on purpose")
+        r["split"] = split
+    return records
+
+
 def validate_record(record: dict) -> None:
     """Raise ``TraceFileError`` with the first schema violation."""
     errors = sorted(_validator().iter_errors(record), key=lambda e: list(e.path))

@@ -73,13 +73,15 @@ def as_pos(revealed) -> Pos:
 def chains(record: dict) -> list[tuple[list, list]]:
     """(rounds, hidden grades) of every program sample: sample 0 is ``rounds``, then ``samples``.
 
-    Reads version-1 records too (their flat ``samples`` list is upgraded on the fly)."""
-    from tracegen.records import upgrade_record
-
-    rec = upgrade_record(record)
-    hidden = rec["hidden"]
-    out = [(rec["rounds"], hidden["rounds"])]
-    out += list(zip(rec.get("samples", []), hidden.get("samples", [])))
+    Records of the current schema only: a version-1 record (a flat ``samples`` list) is upgraded
+    once where records come in (``read_traces``, ``controller.analyze``), so one handed here as it
+    was read from disk is refused (``ValueError``) rather than upgraded again at every state."""
+    if record.get("schema_version") == 1:
+        raise ValueError(f"record {record.get('case_id', '?')!r} is trace schema version 1: upgrade it first "
+                         "(tracegen.records.upgrade_record; read_traces and controller.analyze do)")
+    hidden = record["hidden"]
+    out = [(record["rounds"], hidden["rounds"])]
+    out += list(zip(record.get("samples", []), hidden.get("samples", [])))
     return out
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from tracegen.conversations import program_chains, prompt_digest, prompt_version_note, record_task, round_messages
 from tracegen.prompts import direct_messages, write_messages
-from tracegen.records import read_traces
+from tracegen.records import assign_splits, read_traces
 
 from controller.study.failures import direct_category, repeated_repairs, round_category, visibly_solvable
 from controller.env.registry import ordered as ordered_policies
@@ -328,11 +328,10 @@ def load_run(reports_dir: str | Path) -> tuple[dict, list[dict], dict[str, list[
     except TraceFileError as err:
         raise ViewerInputError(str(err)) from None
     mpath = reports_dir / "split_manifest.json"
-    if mpath.is_file():  # the split in force is the manifest's, as in the pipeline
+    if mpath.is_file():  # the split in force is the manifest's, as in the pipeline (which checked it)
         manifest = _read_json(mpath)
-        split_of = {f: s for s, fs in (manifest.get("split_families") or {}).items() for f in fs}
-        for r in records:
-            r["split"] = split_of.get(r["family"], "unassigned")
+        assign_splits(records, manifest.get("split_families") or {}, manifest.get("probe_case_ids") or (),
+                      trace_file=tpath, manifest=mpath, check=False)
     outcomes = {}
     for p in sorted((reports_dir / "predictions").glob("*.jsonl")):
         try:
