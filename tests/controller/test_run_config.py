@@ -76,7 +76,7 @@ def _odd_config() -> RunConfig:
                                     rule_lambdas=(0.1,), margin=0.05, lora_frontier_lambdas=(0.5,),
                                     policies=("direct_only", "always_tool_visible"), progress=False,
                                     bootstrap_resamples=99, adapters_dir="/x/adapters", study="s.toml",
-                                    split_seed=4, split_seeds=2,
+                                    split_seed=4, split_seeds=2, nested_rule=True, nested_folds=3,
                                     lora=LoraPolicyConfig(base_model="smollm2", cache_dir="/x/tiny", max_steps=3,
                                                           learning_rate=1e-4, batch_size=2, grad_accum=2,
                                                           max_length=64, lora_r=2, lora_alpha=4, lora_dropout=0.0,
