@@ -73,3 +73,18 @@ class ScriptedPolicy:
 
     def act(self, states):
         return [self.actions[s.revealed] for s in states]
+
+
+def foofah_one_per_family() -> list[dict]:
+    """The first committed Foofah trace record of every family (results/foofah/fresh_traces.jsonl)."""
+    import json
+    from pathlib import Path
+
+    seen, out = set(), []
+    path = Path(__file__).resolve().parents[1] / "results" / "foofah" / "fresh_traces.jsonl"
+    for line in path.read_text().splitlines():
+        r = json.loads(line) if line.strip() else None
+        if r and r["family"] not in seen:
+            seen.add(r["family"])
+            out.append(r)
+    return out

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tracefactory import ANSWER, WRONG, make_record
+from tracefactory import ANSWER, WRONG, make_record, foofah_one_per_family
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = {"cheap": [(True, ANSWER)], "dear": [(False, None), (False, None), (True, ANSWER)],
@@ -148,14 +148,7 @@ def test_inner_folds_and_the_config():
     assert pol is None and "skipped" in info
 
 
-def _one_per_family() -> list[dict]:
-    seen, out = set(), []
-    for line in (ROOT / "results" / "foofah" / "fresh_traces.jsonl").read_text().splitlines():
-        r = json.loads(line) if line.strip() else None
-        if r and r["family"] not in seen:
-            seen.add(r["family"])
-            out.append(r)
-    return out
+_one_per_family = foofah_one_per_family
 
 
 def test_it_is_reported_beside_the_learned_rule():

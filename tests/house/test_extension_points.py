@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from tracegen.backends import Backend, Completion
+from tracefactory import foofah_one_per_family
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -224,14 +225,7 @@ def fake_learner():
         unregister("fake_learner")
 
 
-def _one_per_family() -> list[dict]:
-    seen, out = set(), []
-    for line in (ROOT / "results" / "foofah" / "fresh_traces.jsonl").read_text().splitlines():
-        r = json.loads(line) if line.strip() else None
-        if r and r["family"] not in seen:
-            seen.add(r["family"])
-            out.append(r)
-    return out
+_one_per_family = foofah_one_per_family
 
 
 def test_a_learner_is_fitted_evaluated_validated_and_reported_from_its_entry(fake_learner, tmp_path):
