@@ -35,6 +35,8 @@ class PolicySpec:
     make: Callable | None = None   # fixed policies: a factory taking no argument
     needs_samples: bool = False    # only meaningful with --program-samples K > 1
     seeded: bool = False           # retrained for every learner seed (``--seeds``)
+    about: str = ""                # its line in the report's table of nulls and imitation baselines
+                                   # (a learner on the learned rule's model; empty: not listed there)
 
 
 def _specs() -> tuple[PolicySpec, ...]:

@@ -205,17 +205,22 @@ def _dagger(ctx: Fitting) -> dict:
 
 
 _SECTIONS = "controller.report.learners"
-register(Learner("learned_rule", (PolicySpec("learned_rule", "learned"),), _rule,
+register(Learner("learned_rule", (PolicySpec("learned_rule", "learned", about="BC on the recorded sample-0 chains"),), _rule,
                  section=f"{_SECTIONS}:learned_rule_md", seeded=True, in_folds=True, frontier=_rule_frontier))
-register(Learner("nulls", (PolicySpec("majority_action", "null"), PolicySpec("learned_rule_shuffled", "control"),
-                           PolicySpec("learned_rule_bc_oracle", "null"), PolicySpec("learned_rule_bc_all", "null")),
+register(Learner("nulls", (
+    PolicySpec("majority_action", "null", about="base-rate null: weighted-majority training label per decision point"),
+    PolicySpec("learned_rule_shuffled", "control", about="rule on (label, weight) pairs permuted together"),
+    PolicySpec("learned_rule_bc_oracle", "null", about="BC on the oracle's trajectories (= DAgger iteration 0's data)"),
+    PolicySpec("learned_rule_bc_all", "null", about="BC on every reachable state of the recorded tree")),
                  _nulls, section="controller.report.nulls:nulls_section"))
 register(Learner("lora_seq_policy", (PolicySpec("lora_seq_policy", "learned"),),
                  _lora("lora_seq_policy", False, "train_lora", "lora_s"), seeded=True, in_folds=True,
                  frontier=_lora_frontier))
-register(Learner("lora_shuffled_seq", (PolicySpec("lora_shuffled_seq", "control"),),
+register(Learner("lora_shuffled_seq", (PolicySpec("lora_shuffled_seq", "control",
+                                                    about="LoRA on (label, weight) pairs permuted together"),),
                  _lora("lora_shuffled_seq", True, "train_shuffled_lora", "lora_shuffled_s"), seeded=True))
-register(Learner("dagger", (PolicySpec("learned_rule_dagger", "learned"), PolicySpec("lora_dagger", "learned")),
+register(Learner("dagger", (PolicySpec("learned_rule_dagger", "learned", about="DAgger (aggregated learner + oracle states)"),
+                            PolicySpec("lora_dagger", "learned")),
                  _dagger, section=f"{_SECTIONS}:dagger_md", seeded=True, in_folds=True,
                  built_on=("learned_rule", "lora_seq_policy"),
                  beside={"learned_rule_dagger": "learned_rule", "lora_dagger": "lora_seq_policy"}))

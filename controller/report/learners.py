@@ -6,6 +6,7 @@ import importlib
 import json
 from typing import Callable, Mapping
 
+from controller.env.policies import AlwaysTool
 from controller.env.registry import REGISTRY, ordered as ordered_policies
 from controller.learn.registry import LEARNERS, Learner
 from controller.report.figures import COST_UNITS
@@ -207,8 +208,9 @@ def cross_check_md(s: Mapping) -> list[str]:
     """With --program-samples K > 1: does a cross-check raise the precision of committed programs,
     and at what cost (generations, resamples, search nodes)?"""
     res = s.get("policy_results") or {}
-    names = [p for p in ("always_tool_visible", "cross_check", "resample_visible", "learned_rule",
-                         "learned_rule_dagger", "oracle_seq") if p in res]
+    # the K = 1 tool policy as the reference, the fixed policies that need samples, the learners, the oracle
+    names = [p for p, spec in REGISTRY.items() if p in res and (
+        p == AlwaysTool.name or (spec.role == "fixed" and spec.needs_samples) or spec.role in ("learned", "oracle"))]
     if "cross_check" not in res:
         return []
     rows = []

@@ -6,15 +6,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-NULL_ROWS = (
-    ("majority_action", "base-rate null: weighted-majority training label per decision point"),
-    ("learned_rule_shuffled", "rule on (label, weight) pairs permuted together"),
-    ("lora_shuffled_seq", "LoRA on (label, weight) pairs permuted together"),
-    ("learned_rule", "BC on the recorded sample-0 chains"),
-    ("learned_rule_bc_oracle", "BC on the oracle's trajectories (= DAgger iteration 0's data)"),
-    ("learned_rule_bc_all", "BC on every reachable state of the recorded tree"),
-    ("learned_rule_dagger", "DAgger (aggregated learner + oracle states)"),
-)
+from controller.env.registry import REGISTRY
+
 
 
 def _cell(r: Mapping | None) -> str:
@@ -26,7 +19,8 @@ def _cell(r: Mapping | None) -> str:
 
 def nulls_section(s: Mapping) -> list[str]:
     pr = s.get("policy_results") or {}
-    rows = [(name, what) for name, what in NULL_ROWS if name in pr]
+    # the rows and their words are the policy table's (``PolicySpec.about``), in its order
+    rows = [(name, spec.about) for name, spec in REGISTRY.items() if spec.about and name in pr]
     if "majority_action" not in pr:
         return []
     out = ["## Nulls and imitation baselines", "",

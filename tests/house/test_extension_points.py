@@ -217,7 +217,7 @@ def fake_learner():
         info = summary.get("fake_learner")
         return ["## Fake learner", "", f"Fitted on {info['n_train']} training cases.", ""] if info else []
 
-    register(Learner("fake_learner", (PolicySpec("fake_learner", "learned"),), fit, section=section, seeded=True,
+    register(Learner("fake_learner", (PolicySpec("fake_learner", "learned", about="a fake imitation baseline"),), fit, section=section, seeded=True,
                      in_folds=True))
     try:
         yield fits
@@ -263,6 +263,9 @@ def test_a_learner_is_fitted_evaluated_validated_and_reported_from_its_entry(fak
     assert f"Fitted on {summary['fake_learner']['n_train']} training cases." in md
     assert md.index("## Fake learner") > md.index("## Nulls and imitation baselines")
     assert "| `fake_learner` |" in md
+    # its words come from its policy entry: a row of the nulls table, from the entry alone
+    nulls = md[md.index("## Nulls and imitation baselines"):md.index("## Fake learner")]
+    assert "| `fake_learner` | a fake imitation baseline |" in nulls
 
 
 def test_every_learner_section_is_a_report_function():
