@@ -26,7 +26,7 @@ import sys
 import typing
 from pathlib import Path
 
-from tracegen.errors import ConfigError
+from common.errors import ConfigError
 
 
 @dataclasses.dataclass
@@ -352,6 +352,15 @@ def config_text(cfg, title: str = "") -> str:
 
     section(cfg, "")
     return "\n".join(lines) + "\n"
+
+
+def config_dict(cfg) -> dict:
+    """``cfg`` as ``reports/config.toml`` holds it, read back: every field by its path, a table per
+    section, a None field absent. ``run_config.json`` and the summary's ``config`` are this, so the
+    three never disagree on a setting or its spelling."""
+    import tomllib
+
+    return tomllib.loads(config_text(cfg))
 
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+")

@@ -9,12 +9,12 @@ is written. What differs between backends the run asks of the backend's class (i
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from cases import CaseError, SplitError, load_cases, make_splits, probe_cases, resolve_case_set, split_manifest
 from tracegen.backends import PartialGeneration, Unanswerable, backend_class
-from tracegen.errors import ConfigError
+from common.errors import ConfigError
 from tracegen.records import TraceFileError, assign_splits, read_traces, repair_torn_tail, upgrade_record
 
 from controller.args import config_text
@@ -23,7 +23,7 @@ from controller.checks import (UsageError, check_flags, check_study, check_trace
 from controller.config import RunConfig, select_cases, selection, trace_config
 from controller.env.traceenv import max_repairs
 from controller.report.outputs import atomic_write_json, atomic_write_text
-from controller.run_folder import reports_dir, run_config_path, set_previous_run_aside, trace_path, write_outputs
+from controller.run_folder import reports_dir, run_config_path, run_settings, set_previous_run_aside, trace_path, write_outputs
 from controller.study.experiment import ExperimentConfig, run_experiment
 from controller.warm import TRACING_NICE, import_plotting, warm_imports
 
@@ -221,8 +221,8 @@ def _generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict
         dropped = repair_torn_tail(trace_path(cfg))
         if dropped:
             log(f"{trace_path(cfg)}: dropped a torn last line ({dropped} bytes) left by an interrupted run")
-    atomic_write_json(run_config_path(cfg), {"trace_config": tcfg, "backend": asdict(cfg.backend),
-                                             "rollout": asdict(cfg.rollout), "selection": selection(cfg),
+    # the settings as config.toml spells them (``run_settings``), beside what the resume check compares
+    atomic_write_json(run_config_path(cfg), {"config": run_settings(cfg), "trace_config": tcfg, "selection": selection(cfg),
                                              **({"traces_started_utc": started} if started else {})})
     with Sandbox(workers=cfg.workers) as sb:
         return rollout(cases, split_of, backend, sb, trace_path(cfg), cfg.rollout, done_ids=done)

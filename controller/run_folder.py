@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from cases import resolve_case_set
 from tracegen.conversations import prompt_version_note
 
+from controller.args import config_dict
 from controller.report.outputs import atomic_write_json, versions, write_cv_predictions, write_predictions
 
 
@@ -27,6 +27,26 @@ def trace_path(cfg) -> Path:
 
 def run_config_path(cfg) -> Path:
     return reports_dir(cfg) / (f"run_config_{cfg.tag}.json" if cfg.tag else "run_config.json")
+
+
+def run_settings(cfg) -> dict:
+    """The run's settings as ``run_config.json`` and the summary's ``config`` hold them: its
+    ``reports/config.toml`` read back (every field by its path, what ``--config`` takes), and
+    ``resolved``: each field the run worked with otherwise (a folder made absolute, the backend's
+    request slice), by its dotted path. ``cfg``: the config the run resolved."""
+    import tomllib
+
+    given = tomllib.loads((reports_dir(cfg) / "config.toml").read_text(encoding="utf-8"))
+    was, ran = _flat(given), _flat(config_dict(cfg))
+    resolved = {p: ran.get(p) for p in sorted(set(was) | set(ran)) if was.get(p) != ran.get(p)}
+    return {**given, **({"resolved": resolved} if resolved else {})}
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
 
 
 # ---- the reports folder: one run's outputs, never a mix of two ---------------------------------
@@ -107,10 +127,10 @@ def write_outputs(cfg, result, records, timing, t0, log) -> dict:
         s = (summary.get("cv") or {}).get("split_seed", cfg.split_seed)
         per_seed = [{"split_seed": s, "records": [{**o, "policy": p} for p, outs in result.cv_pooled.items()
                                                   for o in outs]}]
-    exp = asdict(cfg.experiment)
     full = {
-        "config": {"cases": cfg.cases or "foofah", "case_set": resolve_case_set(cfg.cases)[0], "backend": asdict(cfg.backend), "rollout": asdict(cfg.rollout),
-                   "experiment": exp, "split_seed": cfg.split_seed, "tag": cfg.tag, "trace_file": trace_path(cfg).name},
+        # every setting as config.toml spells it, what the run resolved, and the case set's digest
+        "config": {**run_settings(cfg), "cases": cfg.cases or "foofah", "case_set": resolve_case_set(cfg.cases)[0],
+                   "trace_file": trace_path(cfg).name},
         "versions": versions(),
         "n_records": len(records),
         **summary,

@@ -144,3 +144,12 @@ def test_the_written_config_toml_reproduces_the_run(run_cli, tmp_path):
     sa, sb = (json.loads((x / "reports" / "final_summary.json").read_text()) for x in (a, b))
     assert untimed(sa["policy_results"]) == untimed(sb["policy_results"])  # sandbox_ms aside
     assert (b / "reports" / "config.toml").read_text() == written.read_text().replace(f'"{a}"', f'"{b}"')
+    # run_config.json and the summary's config are config.toml read back: one spelling, every setting
+    import tomllib
+
+    toml = tomllib.loads(written.read_text())
+    conf = json.loads((a / "reports" / "run_config.json").read_text())["config"]
+    assert {k: v for k, v in conf.items() if k != "resolved"} == toml, "run_config.json's config is config.toml's"
+    assert conf["resolved"]["experiment.adapters_dir"] == str(a / "reports" / "adapters")  # what the run worked with
+    assert {k: v for k, v in sa["config"].items() if k in toml} == toml and sa["config"]["resolved"] == conf["resolved"]
+    assert sa["config"]["rollout"]["program_samples"] == 2 and sa["config"]["rollout"]["max_repairs"] == 1

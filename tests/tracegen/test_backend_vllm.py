@@ -313,7 +313,7 @@ def test_run_config_records_the_parallel_settings(monkeypatch, tmp_path):
         "--distributed-executor-backend", "ray", "--max-repairs", "0", "--no-progress", "--lora-frontier", "none",
         "--test-families", "1", "--dev-families", "1"])
     summary = run(cli.build_config(args), log=lambda *a: None)
-    saved = json.loads((tmp_path / "run" / "reports" / "run_config.json").read_text())["backend"]
+    saved = json.loads((tmp_path / "run" / "reports" / "run_config.json").read_text())["config"]["backend"]
     assert (saved["tensor_parallel_size"], saved["data_parallel_size"], saved["distributed_executor_backend"]) == (2, 2, "ray")
     assert summary["config"]["backend"]["pipeline_parallel_size"] == 1
     assert calls["async_init"]["data_parallel_size"] == 2 and calls["shutdown"] is True
