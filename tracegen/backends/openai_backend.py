@@ -59,7 +59,7 @@ from pathlib import Path
 
 from .base import Backend, BackendConfig, Completion, GenerationRequest, PartialGeneration
 from .logprobs import logprob_stats, unavailable
-from tracegen.errors import ConfigError
+from common.errors import ConfigError
 
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 

@@ -1,0 +1,1 @@
+"""What every package may import: ``ConfigError`` (``common/errors.py``)."""
