@@ -156,7 +156,7 @@ class PerPath(dict):
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Keep the epilog's layout; show each flag's default unless its help already says it: a switch
-    is off by default, a None default's help says what happens unset (tests/controller/test_cli_config.py
+    is off by default, a None default's help says what happens unset (tests/controller/run/test_cli_config.py
     checks that every flag's entry names its default). The one formatter of the main command and
     its subcommands (``compare``, ``view``, ``sft``)."""
 

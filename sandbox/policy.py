@@ -3,7 +3,7 @@
 The check is a courtesy: it answers ``forbidden`` with a message a model can act on ("import of
 'os' is not allowed ...") before anything runs. It is not the wall. A program that slips past it
 (through ``getattr`` tricks, ``().__class__`` walks, ctypes found by reflection) still runs inside
-the child's kernel-level limits (see ``_child.py``), and the red-team tests run hostile code with
+the child's kernel-level limits (see ``_child.py``), and the hostile-program tests run hostile code with
 the check switched off to show that.
 
 Accepted import spellings: ``import M``, ``import M.sub``, ``import M as x``, ``import M.sub as

@@ -150,7 +150,7 @@ def _cleanup(workers: list, tmp: str, owner: int, lock_fd: int) -> None:
 class Sandbox:
     """A pool of ``workers`` worker processes; use as a context manager or call ``close()``.
 
-    ``ast_check=False`` switches off the courtesy AST check (the red-team tests do, to show the
+    ``ast_check=False`` switches off the courtesy AST check (the hostile-program tests do, to show the
     kernel-level limits hold on their own). Raises ``WorkerError`` if a worker cannot start.
     """
 

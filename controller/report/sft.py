@@ -11,7 +11,7 @@ context, and a plain ``messages`` list would make it a target under TRL's defaul
 covers every token of a conversation unless the chat template marks assistant turns with
 ``{% generation %}``, which Qwen's and SmolLM2's do not). With ``prompt``/``completion``,
 ``SFTTrainer`` sets ``completion_only_loss`` itself and gives the prompt's tokens no loss.
-``tests/controller/test_sft_export.py`` checks this with TRL's own dataset preparation; docs/sft.md has the
+``tests/controller/report/test_sft_export.py`` checks this with TRL's own dataset preparation; docs/sft.md has the
 training snippet.
 
 ``tokens`` is the length of prompt plus completion as the traced backend counted it (its

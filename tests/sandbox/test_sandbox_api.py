@@ -1,6 +1,7 @@
 """The sandbox contract: one test per promise of ``run_transform`` / ``Sandbox`` / ``RunResult``.
 
-Hostile programs live in the ``test_sandbox_redteam_*`` files; this file covers ordinary use.
+Hostile programs live in the ``test_sandbox_escape_and_leak``, ``test_sandbox_grader_and_persistence``
+and ``test_sandbox_resource_limits`` files; this file covers ordinary use.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Benign model-style programs all run with the AST pre-check on, and the write prompt states
-exactly the modules the sandbox provides (issue 12: every refused benign program costs a repair
+exactly the modules the sandbox provides (every refused benign program costs a repair
 round and biases the study against the tool)."""
 from __future__ import annotations
 

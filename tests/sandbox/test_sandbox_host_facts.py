@@ -3,7 +3,7 @@ reads it with ``TZ`` fixed, before ``import time``), the host ``/dev/null`` (eac
 null device of the worker's own root), and the host's uptime (``CLOCK_BOOTTIME``/``CLOCK_MONOTONIC``
 in a time namespace start near 1 s). What stays visible is listed in docs/sandbox.md.
 
-The AST check is off and the programs reach ``os`` and ``time`` as the red-team files do."""
+The AST check is off and the programs reach ``os`` and ``time`` as the hostile-program files do."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""The holes of the third outside review (issue 18), each attacked by a hostile program:
+"""No host path in a child and a batch cost by its runs alone, each attacked by a hostile program:
 
 H1. no host path (the project's source folder, the interpreter's install folder, the parent's
     temporary folder and its pid-carrying name) is readable in a child's memory: not through
@@ -140,7 +140,7 @@ def _needle_variants(needles: dict[str, str]) -> tuple[list[str], list[str]]:
     return labels, variants
 
 
-def test_h1_no_host_path_in_argv_environ_stack_or_heap():
+def test_no_host_path_in_argv_environ_stack_or_heap():
     with Sandbox(workers=1, ast_check=False) as box:
         needles = _host_needles(box)
         # two strings known to be there, so a scan that finds nothing has really looked
@@ -161,7 +161,7 @@ def test_h1_no_host_path_in_argv_environ_stack_or_heap():
     assert not leaks, leaks
 
 
-def test_h1_options_travel_through_the_pipe_not_argv(sb):
+def test_options_travel_through_the_pipe_not_argv(sb):
     r = sb.run(PRELUDE + '''
 def transform(t):
     argc = ctypes.c_int()
@@ -178,7 +178,7 @@ def transform(t):
 
 # ----------------------------------------------------------------------------- H3: the root
 
-def test_h3_root_is_the_empty_tmpfs_not_the_host_folder(sb):
+def test_root_is_the_empty_tmpfs_not_the_host_folder(sb):
     r = sb.run(PRELUDE + '''
 def transform(t):
     st = os.stat("/")
@@ -198,7 +198,7 @@ def transform(t):
 
 # ----------------------------------------------------------------------------- H4: messages
 
-def test_h4_message_of_multibyte_characters_is_cut_on_a_boundary(sb):
+def test_message_of_multibyte_characters_is_cut_on_a_boundary(sb):
     for ch in ("\U0001F600", "\u00e9", "\u20ac"):
         code = ('E = type(%r * 60, (Exception,), {})\n'
                 'def transform(t):\n    raise E(%r * 400)\n' % (ch, ch))
@@ -208,7 +208,7 @@ def test_h4_message_of_multibyte_characters_is_cut_on_a_boundary(sb):
         r.message.encode("utf-8")
 
 
-def test_h4_control_characters_are_escaped(sb):
+def test_control_characters_are_escaped(sb):
     evil = "\\x1b[2J\\x1b]0;pwned\\x07red\\x00nul\\u202eevil\\u200b\\x9b31m\\x7f"
     r = sb.run(f"def transform(t):\n    raise ValueError('{evil}')\n", [["a"]], timeout_s=5)
     assert r.error == "exception", r
@@ -221,7 +221,7 @@ def test_h4_control_characters_are_escaped(sb):
 @pytest.mark.parametrize("line", ["from " + "a" * 60_000, "from " + "a." * 30_000,
                                   "import a" + " " * 60_000 + "!"],
                          ids=["from_word", "from_dots", "import_spaces"])
-def test_h4_long_import_line_is_a_syntax_error_not_a_timeout(line):
+def test_long_import_line_is_a_syntax_error_not_a_timeout(line):
     with Sandbox(workers=1) as box:  # the pre-check on
         r = box.run(line + "\ndef transform(t):\n    return t\n", [["a"]], timeout_s=2.0)
     assert r.error == "syntax", (r.error, r.message)
@@ -260,7 +260,7 @@ def _reset_hwm() -> bool:
         return False
 
 
-def test_h2_big_and_forged_outputs_leave_benign_neighbours_their_status():
+def test_big_and_forged_outputs_leave_benign_neighbours_their_status():
     """20 maximum outputs + 20 forged 4 MiB frames + 40 benign runs in one batch.
 
     Round 4: no output is refused for its batch's sake any more (every legal output is decoded,
@@ -304,7 +304,7 @@ def test_h2_big_and_forged_outputs_leave_benign_neighbours_their_status():
     assert cpu < 15 and (not reset or peak_mb < 600), (cpu, peak_mb)
 
 
-def test_h2_iter_many_streams_results_as_they_arrive():
+def test_iter_many_streams_results_as_they_arrive():
     """Each result is handed over once, as its run ends; what the grader drops is gone. The parent
     holds at most the replies one step reads (two in flight per worker), however busy the machine
     is, never the batch. Counted in outputs with tracemalloc (Python's own allocations: the

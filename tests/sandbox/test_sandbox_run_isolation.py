@@ -1,5 +1,4 @@
-"""The holes of the fourth outside review (issue 27): no run's result may depend on another run,
-and no sandbox may break another.
+"""No run's result may depend on another run, and no sandbox may break another:
 
 R1. no output is refused for its batch's sake: legal big outputs never cost a neighbour its
     correct answer (the per-call output budget is gone; budgets are per run);
@@ -55,7 +54,7 @@ BIG41 = 'def transform(t):\n    return [["x" * 100000]] * 41\n'  # 4,100,165 byt
 MID = 'def transform(t):\n    return [[t[0][0] * 100000] * 3]\n'  # 300 KB, right for its table
 
 
-def test_r1_big_legal_outputs_never_cost_a_neighbour_its_answer():
+def test_big_legal_outputs_never_cost_a_neighbour_its_answer():
     items = [(BIG41, [["a"]])] * 5 + [(MID, [[c]]) for c in "bcd"]
     with Sandbox(workers=1) as box:  # one worker: the bigs certainly come first
         results = box.run_many(items, timeout_s=10)
@@ -69,7 +68,7 @@ def test_r1_big_legal_outputs_never_cost_a_neighbour_its_answer():
 MB = 'def transform(t):\n    return [[t[0][0] * 100000] * 40]\n'  # 4 MB
 
 
-def test_r2_a_consumer_asleep_in_iter_many_does_not_turn_finished_replies_into_timeouts():
+def test_a_consumer_asleep_in_iter_many_does_not_turn_finished_replies_into_timeouts():
     items = [(MB, [[c]]) for c in "abcdef"]
     got = {}
     with Sandbox(workers=3) as box:
@@ -84,7 +83,7 @@ def test_r2_a_consumer_asleep_in_iter_many_does_not_turn_finished_replies_into_t
     assert not wrong and restarts == 0, (wrong, restarts)
 
 
-def test_r2_a_thread_holding_the_gil_does_not_turn_finished_replies_into_timeouts():
+def test_a_thread_holding_the_gil_does_not_turn_finished_replies_into_timeouts():
     import ctypes
     import threading
     hold = ctypes.PyDLL(None).usleep  # a C call that keeps the GIL (PyDLL does not release it)
@@ -129,7 +128,7 @@ def transform(t):
 '''
 
 
-def test_r3_what_a_child_observes_is_the_same_whatever_ran_before():
+def test_what_a_child_observes_is_the_same_whatever_ran_before():
     with Sandbox(workers=1, ast_check=False) as box:
         first = box.run(OBSERVE, [["a"]])
         assert first.ok, first
@@ -161,7 +160,7 @@ def transform(t):
 '''
 
 
-def test_r3_negative_clock_ids_are_refused():
+def test_negative_clock_ids_are_refused():
     with Sandbox(workers=1, ast_check=False) as box:
         r = box.run(CLOCKS, [["a"]], timeout_s=5)
     assert r.ok, r
@@ -186,7 +185,7 @@ with Sandbox(workers=1) as sb:
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
                     reason="needs root and unshare(1) for a pid namespace of its own")
-def test_r4_a_toolkit_in_another_pid_namespace_and_this_one_leave_each_other_alone(
+def test_a_toolkit_in_another_pid_namespace_and_this_one_leave_each_other_alone(
         tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with Sandbox(workers=1) as box:
@@ -214,7 +213,7 @@ def test_r4_a_toolkit_in_another_pid_namespace_and_this_one_leave_each_other_alo
 
 # ----------------------------------------------------------------------------- R5: host info
 
-def test_r5_no_temp_dir_tails_or_host_pids_in_a_childs_memory(tmp_path, monkeypatch):
+def test_no_temp_dir_tails_or_host_pids_in_a_childs_memory(tmp_path, monkeypatch):
     deep = tmp_path / "tmpdir-of-the-host"
     deep.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
@@ -277,7 +276,7 @@ def transform(t):
 '''
 
 
-def test_r5_scrubbed_strings_do_not_keep_the_hash_of_the_path_they_held():
+def test_scrubbed_strings_do_not_keep_the_hash_of_the_path_they_held():
     path = re.compile.__code__.co_filename  # the same code object's file name as the child's
     with Sandbox(workers=1, ast_check=False) as box:
         regions = _regions(_serving_pid(box))
@@ -326,7 +325,7 @@ def transform(t):
 '''
 
 
-def test_r6_messages_are_built_without_calling_program_code():
+def test_messages_are_built_without_calling_program_code():
     kinds = ["oserror", "oserror2", "syntax", "unicode", "unicode_enc", "import", "keyerror"]
     with Sandbox(workers=1) as box:
         results = box.run_many([(EVIL, [[k]]) for k in kinds + ["plain"]], timeout_s=5)

@@ -19,7 +19,7 @@ from controller.report.outputs import atomic_write_text
 from e2e_helpers import CLI, small_case_dir
 from tracegen.progress import Progress
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCRIPT = CLI
 
 

@@ -29,7 +29,7 @@ def export(tmp_path_factory):
     import subprocess
     import sys
 
-    cli = Path(__file__).resolve().parents[2] / "scripts" / "run_live_tool_dagger.py"
+    cli = Path(__file__).resolve().parents[3] / "scripts" / "run_live_tool_dagger.py"
 
     def run(*args):
         return subprocess.run([sys.executable, str(cli), *map(str, args)], capture_output=True, text=True, timeout=900)

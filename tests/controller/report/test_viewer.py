@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from controller.report.viewer import read_data_file, read_page_data, viewer_data, write_viewer
 from tracefactory import ANSWER, WRONG, make_record
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CLI = REPO / "scripts" / "run_live_tool_dagger.py"
 VIEW = REPO / "scripts" / "view_traces.py"
 

@@ -1,5 +1,5 @@
-"""The three holes an outside review found (issue 12), each attacked by a hostile program with the
-AST pre-check ON, as the review did: every program reaches ``os``, ``sys`` and ``fcntl`` through
+"""What a run leaves for the next one and for the trace writer, each attacked by a hostile program
+with the AST pre-check ON: every program reaches ``os``, ``sys`` and ``fcntl`` through
 ``random._os``, which the pre-check lets through.
 
 1. a lone surrogate in an output or message must never reach (and crash) the trace writer, also

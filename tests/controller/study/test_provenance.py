@@ -84,7 +84,7 @@ def test_cli_run_records_traces_started_and_settles_the_registration(repo):
 
     from e2e_helpers import small_case_dir
 
-    script = Path(__file__).resolve().parents[2] / "scripts" / "run_live_tool_dagger.py"
+    script = Path(__file__).resolve().parents[3] / "scripts" / "run_live_tool_dagger.py"
     (repo / "s.toml").write_text('[[hypotheses]]\nname = "p"\nprimary = true\nkind = "accuracy_diff"\n'
                                  'policies = ["always_tool_visible", "direct_only"]\nsplit = "test"\n')
     _git(repo, "commit", "-qam", "the study", when="2026-01-02T12:00:00+00:00")

@@ -25,7 +25,7 @@ import pytest
 
 from tracefactory import ANSWER, WRONG, make_record, foofah_one_per_family
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KINDS = {"cheap": [(True, ANSWER)], "dear": [(False, None), (False, None), (True, ANSWER)],
          "lost": [(True, WRONG)]}
 

@@ -13,7 +13,7 @@ from tracegen.records import append_record, read_traces, upgrade_record, validat
 from tracefactory import ANSWER, WRONG, make_record, make_tree_record
 from tracefactory import ScriptedPolicy
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_tree_valid_actions_follow_the_action_table():

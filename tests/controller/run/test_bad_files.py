@@ -5,7 +5,7 @@ naming the flag or the file, exit status 2, no traceback, and the run's folder e
 One small traced run (the module fixture) is copied per row; the row breaks the copy (or a file
 beside it) and runs the command in-process (``controller.cli.main``: the same code path as the
 script, without a child's start-up per row). A torn *last* line of the trace file is a killed
-run's artefact, repaired on ``--resume`` (tests/controller/test_resume_kill.py); a torn line
+run's artefact, repaired on ``--resume`` (tests/controller/run/test_resume_kill.py); a torn line
 anywhere else is an error naming the file and the line.
 """
 from __future__ import annotations
@@ -166,7 +166,7 @@ def foreign_ids(recs):
 
 
 CASE = "extract_year/extract_year_1.json"  # a case of the traced run (--limit-total 6 took one per family)
-GOOD_CASE = json.loads((Path(__file__).resolve().parents[2] / "cases" / "data" / CASE).read_text())
+GOOD_CASE = json.loads((Path(__file__).resolve().parents[3] / "cases" / "data" / CASE).read_text())
 
 
 def case_json(**changes) -> str:

@@ -1,4 +1,4 @@
-"""Red team, classes "grader-fooling" and "persistence": programs that try to hand the grader
+"""Hostile programs, classes "grader-fooling" and "persistence": programs that try to hand the grader
 something other than a plain table, or to change what a later run sees.
 
 The parent only ever trusts JSON it decodes itself: these programs return look-alike objects,

@@ -1,8 +1,8 @@
-"""Red team, classes "escape" and "leak": programs that try to read or write what they should
+"""Hostile programs, classes "escape" and "leak": programs that try to read or write what they should
 not (canary files, the environment, the parent's memory), open sockets, start programs, or
 leave processes, threads and descriptors behind.
 
-As in the other red-team files the AST check is off and the programs reach ``os``, ``sys`` and
+As in the other hostile-program files the AST check is off and the programs reach ``os``, ``sys`` and
 ``ctypes`` through ``random._os``; raw system calls go through ``libc.syscall`` so that no
 Python-level guard is in the way. Assertions are about outcomes (the canary's secret never
 appears, the file is never created, the server never sees a connection, the census of the

@@ -212,7 +212,7 @@ def test_figures_have_no_overlapping_labels_and_no_legend_over_the_data():
 
     from controller.report.figures import draw_figures
 
-    summary = json.loads((Path(__file__).resolve().parents[2] / "results" / "foofah" / "final_summary.json").read_text())
+    summary = json.loads((Path(__file__).resolve().parents[3] / "results" / "foofah" / "final_summary.json").read_text())
     assert len(summary["policy_results"]) >= 15
 
     def overlap(a, b):

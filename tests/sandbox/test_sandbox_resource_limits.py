@@ -1,4 +1,4 @@
-"""Red team, classes "resource" and "parent-harm": programs that try to outlast their limits or
+"""Hostile programs, classes "resource" and "parent-harm": programs that try to outlast their limits or
 to crash, kill or stall the parent, its workers or the machine.
 
 Every program here runs with the courtesy AST check switched off (``ast_check=False``) and
