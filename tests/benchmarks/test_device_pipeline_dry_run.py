@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "pipeline_gpu.py"
 
 
+@pytest.mark.slow
 def test_dry_run_builds_runs_hf_and_plans_vllm(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--cases", "3", "--max-new-tokens", "4",

@@ -6,8 +6,9 @@ prefix (``OMP_NUM_THREADS=1``) or a ``pip install ... &&`` (installing is not ru
 
 * skipped, with its reason, when it needs a model, a network or a GPU (``--backend hf|vllm|openai``,
   a ``--model``, ``--base-url``) or is a synopsis with placeholders (``compare ROOT_A ROOT_B [...]``);
-* slow when it traces the whole case set (no ``--limit-total`` / ``--cases-per-family``) or replays
-  such a run: ``test_documented_block_in_order`` (``-m slow``) runs its whole code block in order
+* slow when it traces the whole case set (no ``--limit-total`` / ``--cases-per-family``), replays
+  such a run, or refits the learners at several split seeds (``--split-seeds`` over 1):
+  ``test_documented_block_in_order`` (``-m slow``) runs its whole code block in order
   in one working folder, so a re-analysis finds the traces the commands before it made;
 * run by default otherwise, each in a fresh working folder: a command that re-analyses traces
   (no ``--generate-traces``) gets the state it documents needing, the traces of the documented
@@ -162,9 +163,11 @@ def reanalysis(c: Command) -> bool:
 
 
 def slow(c: Command) -> bool:
-    """Traces (or replays) the whole case set: minutes on two cores."""
+    """Traces (or replays) the whole case set, or refits every learner in every fold at several split
+    seeds: a minute or more on two cores."""
     whole = traces(c) and c.flag("--limit-total") is None and c.flag("--cases-per-family") is None
-    return whole or c.flag("--replay") is not None
+    seeds = c.flag("--split-seeds")
+    return whole or c.flag("--replay") is not None or (isinstance(seeds, str) and int(seeds) > 1)
 
 
 COMMANDS = documented_commands()

@@ -95,6 +95,7 @@ def reference(stubs, cases, tmp_path_factory):
     return recs
 
 
+@pytest.mark.slow
 def test_one_endpoint_killed_and_restarted_mid_run(stubs, cases, reference, tmp_path):
     root = tmp_path / "three"
     trace = root / "reports" / "fresh_traces.jsonl"
@@ -125,6 +126,7 @@ def test_one_endpoint_killed_and_restarted_mid_run(stubs, cases, reference, tmp_
     assert eps[victim.url]["restored"] >= 1 or eps[victim.url]["taken_out"] == 0
 
 
+@pytest.mark.slow
 def test_whole_run_sigkilled_and_resumed_gives_the_one_server_file(stubs, cases, reference, tmp_path):
     root = tmp_path / "killed"
     trace = root / "reports" / "fresh_traces.jsonl"
@@ -149,6 +151,7 @@ def test_whole_run_sigkilled_and_resumed_gives_the_one_server_file(stubs, cases,
     assert got == reference
 
 
+@pytest.mark.slow
 def test_all_endpoints_down_is_a_clear_error_and_keeps_finishedrun_records(cases, reference, tmp_path):
     own = [Stub(delay=0.02).start() for _ in range(3)]
     try:

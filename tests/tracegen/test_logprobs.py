@@ -64,6 +64,7 @@ def _greedy_by_forward_passes(model_dir: str, messages: list, max_new: int):
     return out
 
 
+@pytest.mark.slow
 def test_hf_trace_records_logprobs_that_a_forward_pass_recomputes(noisy_model, tmp_path):
     from tracegen.prompts import direct_messages, write_messages
     from tracegen.backends.base import Task

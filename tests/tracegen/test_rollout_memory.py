@@ -5,6 +5,8 @@ exactly. Measured with tracemalloc over the whole rollout (grading, prompts, wri
 import json
 import tracemalloc
 
+import pytest
+
 from cases import Case
 from sandbox import Sandbox
 from tracegen.rollout import RolloutConfig, rollout
@@ -52,6 +54,7 @@ def _one_output() -> int:
         del table
 
 
+@pytest.mark.slow
 def test_a_wave_of_big_outputs_is_not_held_decoded(tmp_path):
     one = _one_output()  # ~6.7 MB: one decoded output's objects
     small = _peak(_cases(2), tmp_path / "small.jsonl")

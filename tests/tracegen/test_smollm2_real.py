@@ -17,6 +17,7 @@ SCRIPT = CLI
 PARSE_STATUSES = {"ok", "repaired", "failed", "truncated_thinking"}
 
 
+@pytest.mark.slow
 def test_one_case_through_the_rollout_with_the_real_model(tmp_path):
     from cases import load_cases
     from sandbox import Sandbox

@@ -37,6 +37,7 @@ def export(tmp_path_factory):
     return _export(tmp_path_factory.mktemp("export"), run)
 
 
+@pytest.mark.slow
 def test_train_resume_and_trace_with_the_result(tmp_path, export, tiny_model, run_cli, capsys):
     out = tmp_path / "coder"
     common = ["--data", export, "--model", tiny_model, "--out", out, "--save-steps", "1", "--logging-steps", "1",
@@ -66,6 +67,7 @@ def test_train_resume_and_trace_with_the_result(tmp_path, export, tiny_model, ru
     assert len(records) == 4 and all(r["model"] == str(out) for r in records)
 
 
+@pytest.mark.slow
 def test_lora_is_merged_into_a_plain_folder(tmp_path, export, tiny_model):
     out = tmp_path / "lora"
     assert sft_main(["--data", str(export), "--model", tiny_model, "--out", str(out), "--method", "lora",
@@ -93,6 +95,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, says):
     assert len(err) == 1 and says in err[0], err
 
 
+@pytest.mark.slow
 def test_resume_without_a_run_and_a_full_out_folder_are_refused(tmp_path, export, capsys):
     out = tmp_path / "o"
     assert sft_main(["--data", str(export), "--out", str(out), "--resume"]) == 2

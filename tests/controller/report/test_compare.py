@@ -58,6 +58,7 @@ def predictions(root: Path, policy: str, split="test") -> dict:
     return {r["case_id"]: r for r in rows if r["split"] == split}
 
 
+@pytest.mark.slow
 def test_compare_numbers_are_the_runs_numbers(runs, compared):
     r, out, res = compared
     sa, sb = (json.loads((runs / x / "reports" / "final_summary.json").read_text()) for x in "ab")
@@ -108,6 +109,7 @@ def test_compare_numbers_are_the_runs_numbers(runs, compared):
     assert "`" + case.replace("|", "\\|") + "`" in md.split("## Cases whose outcome differs")[1]
 
 
+@pytest.mark.slow
 def test_different_case_sets_are_refused_and_nothing_is_written(runs, tmp_path):
     line = one_error_line(cli("compare", runs / "a", runs / "c"))
     assert str(runs / "a") in line and str(runs / "c") in line and "trace_config.case_set" in line
@@ -120,6 +122,7 @@ def test_different_case_sets_are_refused_and_nothing_is_written(runs, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_bad_files_get_one_line_naming_them(runs, tmp_path):
     bad = tmp_path / "bad"
     shutil.copytree(runs / "b" / "reports", bad / "reports", ignore=shutil.ignore_patterns("viewer", "cache"))
@@ -143,6 +146,7 @@ def test_bad_files_get_one_line_naming_them(runs, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_view_lists_every_run_and_writes_an_index(runs, tmp_path):
     r = cli("view", runs)
     assert r.returncode == 0, r.stderr
@@ -191,6 +195,7 @@ def test_subcommand_flags_are_dataclass_fields_shown_by_the_run_formatter():
     assert "(default: 2000)" in help_text and "(default: 0)" in help_text and "(default: off)" in help_text
 
 
+@pytest.mark.slow
 def test_compare_writes_the_viewer_page_of_a_run_that_keeps_only_its_data(runs, tmp_path):
     """A committed study keeps viewer/data.json.gz alone: compare writes its page, so its links work."""
     for side in "ab":
@@ -205,6 +210,7 @@ def test_compare_writes_the_viewer_page_of_a_run_that_keeps_only_its_data(runs, 
         assert page.read_bytes() == (runs / side / "reports" / "viewer" / "index.html").read_bytes()
 
 
+@pytest.mark.slow
 def test_bad_flags_get_one_line_naming_the_flag(runs):
     a, b = runs / "a", runs / "b"
     for words, flag in ((("compare", a, b, "--seed", "x"), "--seed"),
@@ -219,6 +225,7 @@ def test_bad_flags_get_one_line_naming_the_flag(runs):
 # ----------------------------------------------------------------------------- the page, in a browser
 
 
+@pytest.mark.slow
 def test_compare_page_links_each_run_viewer_at_the_case(browser, runs, compared):
     _, out, res = compared
     errors = []

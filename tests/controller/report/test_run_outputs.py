@@ -56,6 +56,7 @@ def test_atomic_writes_keep_the_umask(tmp_path, mask, mode):
 
 # ---- one run per reports/ -----------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_each_run_writes_a_fresh_reports_folder(tmp_path):
     cases = small_case_dir(tmp_path / "cases", families=4, per_family=1)
     root = tmp_path / "root"
@@ -86,6 +87,7 @@ def test_each_run_writes_a_fresh_reports_folder(tmp_path):
     assert json.loads(moved["final_summary.json"]) == json.loads(second["final_summary.json"])
 
 
+@pytest.mark.slow
 def test_a_default_run_leaves_the_repository_clean(tmp_path):
     """A copy of the tracked files as its own repository; the CLI runs there with its default root."""
     if shutil.which("git") is None:

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from e2e_helpers import CLI, small_case_dir
 
@@ -49,6 +50,7 @@ def test_main_command_on_a_few_cases(tmp_path):
         assert res["oracle_seq"][split]["exact"] >= res["direct_only"][split]["exact"]
 
 
+@pytest.mark.slow
 def test_resume_on_an_empty_root_starts_and_rerun_reuses_traces(tmp_path):
     cases = small_case_dir(tmp_path / "cases", families=4, per_family=1)
     r = cli("--root", str(tmp_path), "--cases", str(cases), "--generate-traces", "--resume", "--max-repairs", "0",
@@ -64,6 +66,7 @@ def test_resume_on_an_empty_root_starts_and_rerun_reuses_traces(tmp_path):
     assert r.returncode == 2 and "max_repairs" in r.stderr and r.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_hf_backend_end_to_end_on_a_tiny_local_model(tmp_path):
     """The hf backend through the CLI: a tiny Qwen3.5-architecture model saved locally, loaded
     with from_pretrained; a second run over the same generation cache is identical."""
@@ -86,6 +89,7 @@ def test_hf_backend_end_to_end_on_a_tiny_local_model(tmp_path):
     assert [t["rounds"][0]["raw"] for t in again] == [t["rounds"][0]["raw"] for t in traces]
 
 
+@pytest.mark.slow
 def test_cases_without_hidden_answer_are_traced_and_left_out_of_scoring(tmp_path):
     cases = small_case_dir(tmp_path / "cases", families=4, per_family=2)
     first = sorted(cases.rglob("*.json"))[0]

@@ -28,6 +28,7 @@ def _args(root, cases):
 
 
 
+@pytest.mark.slow
 def test_kill_and_resume_gives_the_uninterrupted_file(tmp_path):
     cases = small_case_dir(tmp_path / "cases", families=8, per_family=2)
     ref = tmp_path / "ref"

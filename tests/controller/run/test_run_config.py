@@ -7,6 +7,8 @@ import functools
 import hashlib
 import json
 
+import pytest
+
 from controller import BackendConfig, ExperimentConfig, LoraPolicyConfig, RolloutConfig, RunConfig, cli
 from tracegen.backends.synth import SynthBackend
 
@@ -126,6 +128,7 @@ def _digest(records) -> str:
     return hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
 
 
+@pytest.mark.slow
 def test_the_written_config_toml_reproduces_the_run(run_cli, tmp_path):
     cases = small_case_dir(tmp_path / "cases", families=4, per_family=2)
     a, b = tmp_path / "a", tmp_path / "b"

@@ -62,6 +62,7 @@ def _deployable(preds):
     return [p for p in preds if not p.startswith("oracle")]
 
 
+@pytest.mark.slow
 def test_deployable_policies_ignore_hidden_answers(tmp_path):
     a, b = _audit(tmp_path)
     assert set(a) == set(b) and "learned_rule" in a
@@ -70,6 +71,7 @@ def test_deployable_policies_ignore_hidden_answers(tmp_path):
     assert a["oracle_seq"] != b["oracle_seq"]  # actions or scores move with the answers
 
 
+@pytest.mark.slow
 def test_audit_catches_a_leaky_state_builder(tmp_path, monkeypatch):
     """A state builder that lets one hidden bit through (is the latest program right?) fails the audit."""
     answers = {}

@@ -2,12 +2,15 @@
 its own adapter, under a tag naming the split seed beyond the base one."""
 from __future__ import annotations
 
+import pytest
+
 from controller.study.experiment import ExperimentConfig
 from controller.study.split_seeds import split_seed_outcomes
 from test_experiment_study import _records
 from test_split_seeds import _CountingFit
 
 
+@pytest.mark.slow
 def test_lora_refit_per_fold_at_every_split_seed(monkeypatch):
     import controller.learn.registry as learners  # the LoRA learner's entry trains through lora_fit
 

@@ -77,6 +77,7 @@ def test_pipeline_records_when_the_traces_started_and_keeps_it_on_resume(tmp_pat
     assert traces_started_utc(cfg) == "2026-01-02T11:00:00+00:00"
 
 
+@pytest.mark.slow
 def test_cli_run_records_traces_started_and_settles_the_registration(repo):
     import json
     import sys

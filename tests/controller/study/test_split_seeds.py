@@ -26,6 +26,7 @@ def test_split_seeds_give_different_fold_assignments():
     assert make_cv_folds(fams, k=3, seed=2) == make_cv_folds(list(reversed(fams)), k=3, seed=2)
 
 
+@pytest.mark.slow
 def test_each_case_held_out_exactly_once_per_split_seed():
     recs = _records()
     per_seed = split_seed_outcomes(recs, _cfg(cv_folds=3, split_seed=4, split_seeds=3), log=lambda *a: None)
@@ -46,6 +47,7 @@ def test_each_case_held_out_exactly_once_per_split_seed():
     assert len(parts) == 3  # the three split seeds drew three different fold assignments
 
 
+@pytest.mark.slow
 def test_fold_assignment_is_outcome_blind():
     recs = _records()
     rng = random.Random(0)
@@ -100,6 +102,7 @@ def test_spread_matches_a_hand_computation():
     assert "-25.0 pp [-50.0, +0.0]" in note and "lower 1 of 2" in note
 
 
+@pytest.mark.slow
 def test_run_experiment_reports_split_seeds_and_deterministic_learner_seeds():
     cfg = _cfg(cv_folds=3, split_seeds=3, seeds=3)
     result = run_experiment(_records(), cfg, log=lambda *a: None)
@@ -185,6 +188,7 @@ class _CountingFit:
         return fit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("frontier,trainings", [((), 1), ((0.0, 0.5), 3)])
 def test_lora_trains_once_unless_the_frontier_is_asked_for(monkeypatch, frontier, trainings):
     import controller.learn.registry as learners  # the LoRA learner's entry trains through lora_fit
