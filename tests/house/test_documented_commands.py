@@ -1,8 +1,9 @@
 """Every command the README and docs/*.md show in a fenced code block runs as written.
 
 A command is a line (continuation lines joined) of a fenced block that calls ``live-tool-dagger``,
-``python scripts/run_live_tool_dagger.py`` or ``python -m controller...``, after an environment
-prefix (``OMP_NUM_THREADS=1``) or a ``pip install ... &&`` (installing is not run). Each is:
+``python scripts/run_live_tool_dagger.py``, ``python -m controller...`` or ``python -m cases.generate``,
+after an environment prefix (``OMP_NUM_THREADS=1``) or a ``pip install ... &&`` (installing is not
+run). Each is:
 
 * skipped, with its reason, when it needs a model, a network or a GPU (``--backend hf|vllm|openai``,
   a ``--model``, ``--base-url``) or is a synopsis with placeholders (``compare ROOT_A ROOT_B [...]``);
@@ -36,7 +37,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "scripts" / "run_live_tool_dagger.py"
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-PROGRAMS = ("live-tool-dagger", "python scripts/run_live_tool_dagger.py", "python -m controller")
+PROGRAMS = ("live-tool-dagger", "python scripts/run_live_tool_dagger.py", "python -m controller",
+            "python -m cases.generate")  # the case generator: a documented block makes its cases first
 MODEL_BACKENDS = ("hf", "vllm", "openai")
 SMOKE = ["--generate-traces", "--limit-total", "12", "--max-repairs", "1"]  # README's smoke run
 LINKED = ("results", "studies")  # what the docs name relative to the checkout
@@ -113,8 +115,8 @@ def parse(text: str):
         for prog in PROGRAMS:
             if line == prog or line.startswith(prog + " ") or (prog.endswith("controller") and line.startswith(prog + ".")):
                 n = len(prog.split())
-                if prog == "python -m controller":
-                    n = 3
+                if prog.startswith("python -m "):
+                    n = 3  # python -m MODULE (for controller: its submodule)
                 return env, " ".join(words[:n]), words[n:]
     return None
 
@@ -158,7 +160,7 @@ def traces(c: Command) -> bool:
 
 def reanalysis(c: Command) -> bool:
     """Reads the traces under its root (no tracing, no subcommand, not --version / --help)."""
-    return (c.program != "python -m controller" and not subcommand(c) and not traces(c)
+    return (not c.program.startswith("python -m ") and not subcommand(c) and not traces(c)
             and not {"--version", "--help", "-h"} & set(c.words))
 
 
@@ -188,8 +190,8 @@ def unique(cmds):
 
 def argv(c: Command, cwd: Path) -> list[str]:
     words = [str(cwd / w.lstrip("/")) if w.startswith("/tmp/") else w for w in c.words]
-    if c.program == "python -m controller":
-        return [sys.executable, "-m", *c.program.split()[2:], *words]  # pragma: no cover (none yet)
+    if c.program.startswith("python -m "):
+        return [sys.executable, "-m", *c.program.split()[2:], *words]
     return [sys.executable, str(CLI), *words]
 
 

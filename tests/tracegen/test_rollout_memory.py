@@ -63,8 +63,9 @@ def test_a_wave_of_big_outputs_is_not_held_decoded(tmp_path):
     # Holding every output of the chunk (as rounds holding run_many's results did) grows the peak by
     # two outputs a case: 12 outputs from 2 cases to 8. Streamed, the peak is a few outputs (those
     # being graded, one record's two while it is written) whatever the wave's size. Measured here:
-    # 3.7 outputs at 2 cases, 4.4 at 4 and 8; the bounds leave room for the order results arrive in.
-    assert peak - small < 2 * one, f"peak {peak / 1e6:.0f} MB at {N} cases vs {small / 1e6:.0f} MB at 2"
+    # 3.7 outputs at 2 cases, 4.4 at 4 and 8 idle, 5.8 at 8 beside a busy core (results arrive in
+    # another order); the bounds leave that room and stay far below the 12 of holding them.
+    assert peak - small < 4 * one, f"peak {peak / 1e6:.0f} MB at {N} cases vs {small / 1e6:.0f} MB at 2"
     assert peak < 7 * one, f"peak {peak / 1e6:.0f} MB for {2 * N} outputs of {one / 1e6:.1f} MB each"
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["case_id"] for r in records] == [c.case_id for c in CASES]
