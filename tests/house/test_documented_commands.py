@@ -169,7 +169,7 @@ def slow(c: Command) -> bool:
     seeds: a minute or more on two cores."""
     whole = traces(c) and c.flag("--limit-total") is None and c.flag("--cases-per-family") is None
     seeds = c.flag("--split-seeds")
-    return whole or c.flag("--replay") is not None or (isinstance(seeds, str) and int(seeds) > 1)
+    return whole or c.flag("--replay") is not None or (isinstance(seeds, str) and seeds.isdigit() and int(seeds) > 1)
 
 
 COMMANDS = documented_commands()
