@@ -291,9 +291,11 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, t0, log, w
             worker.close()
     summary["split_method"] = {"method": split_info["method"], "probe_case_ids": sorted(probes)}
     if summary.get("study"):  # pre-registered only if the study file was committed before the traces started
+        from controller.study.deviations import settle_rerun
         from controller.study.provenance import registration
 
         started = traces_started_utc(cfg)
         summary["study"].update(traces_started_utc=started or "unknown",
                                 **registration(summary["study"].get("study_file_git"), started))
+        settle_rerun(summary)
     return write_outputs(cfg, result, records, timing, t0, log)

@@ -1,6 +1,7 @@
 """The report's deviations section: earlier registrations of the same study file with their
-results, and every analysis-code commit after the registration, marked when it landed after the
-traces started (``controller.study.deviations``)."""
+results, every analysis-code commit after the registration, marked when it landed after the
+traces started, and the committed re-analysis of the same traces with older code, verdict by verdict
+(``controller.study.deviations``)."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -30,8 +31,9 @@ def deviations_md(s: Mapping) -> list[str]:
         for r in regs:
             res = r.get("result") or {}
             verdicts = ", ".join(f"`{h['name']}` {h['verdict']}" for h in res.get("primaries", [])) or "no committed result"
+            where = f" (`{res['path']}` at `{res['commit']}`)" if res.get("commit") else ""
             rows.append([f"`{r['commit']}`", r["committed_utc"], ", ".join(f"`{p}`" for p in r["primaries"]) or "-",
-                         verdicts + (f" (`{res['commit']}`)" if res.get("commit") else "")])
+                         verdicts + where])
         out += ["Earlier registrations of the same study file (other primaries; their results on earlier traces):", ""]
         out += table(["commit", "committed (UTC)", "primaries", "result then"], rows)
     else:
@@ -43,4 +45,17 @@ def deviations_md(s: Mapping) -> list[str]:
         out += table(["commit", "committed (UTC)", "after the traces started", "subject", "changes a registered verdict?"],
                      [[f"`{c['commit']}`", c["committed_utc"], _after(c["committed_utc"], start),
                        c["subject"][:90], c["verdict_effect"]] for c in commits])
+    return out + _rerun_md(d.get("rerun"))
+
+
+def _rerun_md(r: Mapping | None) -> list[str]:
+    if not r:
+        return ["No re-analysis of these traces with older code is committed: the commits above are not "
+                "tested one by one for their effect on the verdicts.", ""]
+    out = [f"The same traces re-analysed with the code at `{r['commit']}` (`{r['path']}`), verdict by verdict "
+           f"against this analysis: {r['changed_primaries']} primary and {r['changed_secondaries']} secondary "
+           "verdict(s) differ in their word (the reasons in brackets may differ without that).", ""]
+    out += table(["hypothesis", "primary", f"at `{r['commit']}`", "now", "same verdict"],
+                 [[f"`{x['name']}`", "yes" if x["primary"] else "no", x["then"] or "(not in the re-run)",
+                   x["now"], "yes" if x["same"] else "**no**"] for x in r["rows"]])
     return out

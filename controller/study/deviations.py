@@ -6,13 +6,19 @@
   next registration).
 * ``analysis_commits``: every commit touching ``controller/study``, ``controller/learn`` or
   ``controller/env`` after the study file's commit, up to the analysed HEAD, with its time, so the
-  report can mark those after the traces started. ``verdict_effect`` says whether re-running the
-  analysis at the registration commit was done (it is not done here: it says so).
+  report can mark those after the traces started. ``verdict_effect`` says what a re-analysis of
+  the same traces with older code found about it, or that none was committed.
+* ``rerun`` (``settle_rerun``, once the pipeline knows when the traces started): a re-analysis of
+  these traces committed beside the study, ``results/*/at_registration/final_summary.json.gz``
+  with the same registration commit and trace start, compared verdict by verdict with this
+  analysis. The registration commit itself may be unable to analyse its study (a comparator it
+  names may have landed just after it), so the re-run's commit is read from its summary.
 
-Pure git reads (``git log`` / ``git show``); {} outside a repository.
+Pure git and file reads (``git log`` / ``git show``); {} outside a repository.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import tomllib
 from pathlib import Path
@@ -21,6 +27,7 @@ from controller.study.provenance import git_output
 
 ANALYSIS_PATHS = ("controller/study", "controller/learn", "controller/env")
 NOT_RERUN = "not re-run at the registration commit (re-analysis of a committed study takes minutes per study)"
+RERUN_GLOB = "results/*/at_registration/final_summary.json.gz"
 
 
 def _git(cwd: Path, *args: str) -> str | None:
@@ -57,15 +64,71 @@ def _result_under(cwd: Path, before: str, study_name: str) -> dict | None:
     return {"commit": sha[:7], "path": rel, "primaries": hyps}
 
 
+def _top(study_path: str) -> Path | None:
+    p = Path(study_path).resolve()
+    top = (_git(p.parent, "rev-parse", "--show-toplevel") or "").strip()
+    return Path(top) if top else None
+
+
+def verdict_word(verdict: str | None) -> str:
+    """A verdict's word without its reason: 'not supported (no significant saving)' -> 'not supported'."""
+    return (verdict or "").split(" (", 1)[0].strip()
+
+
+def find_rerun(top: Path, registration_commit: str, traces_started: str | None) -> tuple[str, dict] | None:
+    """The committed re-analysis of these traces (same registration commit, same trace start), if any."""
+    if not traces_started or not registration_commit:
+        return None
+    for path in sorted(top.glob(RERUN_GLOB)):
+        try:
+            with gzip.open(path, "rt") as f:
+                s = json.load(f)
+        except (OSError, ValueError):
+            continue
+        st = s.get("study") or {}
+        commit = (st.get("study_file_git") or {}).get("commit") or ""
+        if st.get("traces_started_utc") == traces_started and commit.startswith(registration_commit):
+            return str(path.relative_to(top)), s
+    return None
+
+
+def settle_rerun(summary: dict) -> None:
+    """Compare ``summary``'s verdicts with a committed re-analysis of the same traces, in place:
+    ``deviations.rerun`` gets the table, each analysis commit's ``verdict_effect`` what it says."""
+    d, st = summary.get("deviations"), summary.get("study") or {}
+    top = _top(st["source"]) if d and st.get("source") else None
+    found = find_rerun(top, d["registration_commit"], st.get("traces_started_utc")) if top else None
+    if not found:
+        return
+    rel, then = found
+    rerun_sha = ((then.get("versions") or {}).get("git_commit") or "")
+    before = {h.get("name"): h for h in then.get("hypotheses", [])}
+    rows = []
+    for h in summary.get("hypotheses", []):
+        old = before.get(h.get("name"))
+        rows.append({"name": h.get("name"), "primary": bool(h.get("primary")),
+                     "then": old.get("verdict") if old else None, "now": h.get("verdict"),
+                     "same": old is not None and verdict_word(old.get("verdict")) == verdict_word(h.get("verdict"))})
+    changed = [r for r in rows if not r["same"]]
+    n_prim = sum(r["primary"] for r in changed)
+    joint = (f"with every later commit together: {'no primary verdict changes' if not n_prim else f'{n_prim} primary verdict(s) change'}"
+             f", {len(changed) - n_prim} secondary verdict(s) change (the re-run table)")
+    d["rerun"] = {"path": rel, "commit": rerun_sha[:7], "rows": rows,
+                  "changed_primaries": n_prim, "changed_secondaries": len(changed) - n_prim}
+    for c in d.get("analysis_commits", []):
+        inside = rerun_sha and _git(top, "merge-base", "--is-ancestor", c["commit"], rerun_sha) == ""
+        c["verdict_effect"] = (f"inside the re-run's code (`{rerun_sha[:7]}`)" if inside else joint)
+
+
 def deviations(study_path: str | None, study_commit: str | None, study_name: str | None = None) -> dict:
     """The ``deviations`` summary key for the study file at ``study_path`` registered at ``study_commit``."""
     if not study_path or not study_commit:
         return {}
-    p = Path(study_path).resolve()
-    top = (_git(p.parent, "rev-parse", "--show-toplevel") or "").strip()
-    if not top:
+    cwd = _top(study_path)
+    if cwd is None:
         return {}
-    cwd, rel = Path(top), str(p.relative_to(top))
+    p = Path(study_path).resolve()
+    rel = str(p.relative_to(cwd))
     regs = _log(cwd, "--follow", "--", rel)
     earlier = []
     later_sha = study_commit
