@@ -84,7 +84,7 @@ def test_a_streaming_backend_streams_through_the_cache(tmp_path):
     dict(enable_thinking=True), dict(model="other"), dict(load_in_4bit=True),
 ])
 def test_sampling_changes_miss(tmp_path, change):
-    base = BackendConfig(model="m")
+    base = BackendConfig(name="hf", model="m")  # hf: the one backend that reads load_in_4bit
     reqs = _requests(2)
     CachedBackend(CountingBackend(base), str(tmp_path)).generate(reqs)
     again = CachedBackend(CountingBackend(base), str(tmp_path))

@@ -6,7 +6,7 @@ A request carries both the chat ``messages`` (what a language model reads) and t
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Callable, Iterator, Literal
 
 from common.errors import ConfigError, check
@@ -74,7 +74,9 @@ def _backend_names() -> list[str]:
 
 
 def _f(default, help: str, **meta):
-    """A config field with its help text (and, for the CLI, an optional ``flag`` alias)."""
+    """A config field with its help text (and, for the CLI, an optional ``flag`` alias). ``readers``:
+    the only backends that read it, so another backend refuses it set (``refused_hint`` says what
+    works instead) rather than silently ignoring it."""
     if isinstance(default, (dict, list)):
         return field(default_factory=lambda: type(default)(default), metadata={"help": help, **meta})
     return field(default=default, metadata={"help": help, **meta})
@@ -94,7 +96,7 @@ EXTRA_OPTIONS = {
     "probe_after_s": (float, "--endpoint-cooldown", "openai: seconds an endpoint that failed 3 times in a row "
                       "stays out of rotation before one request probes it, doubling while it fails (default: 10)"),
 }
-VLLM_ONLY = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+_SERVERS = "for openai, start the servers with it: vllm serve ... --tensor-parallel-size N"
 
 
 @dataclass
@@ -115,7 +117,9 @@ class BackendConfig:
     concurrency: int = _f(8, "openai: requests in flight per endpoint")
     enable_thinking: bool = _f(False, "let Qwen3.5 think before answering (chat template flag)")
     load_in_4bit: bool = _f(False, "hf: 4-bit weights with bitsandbytes (GPU only; vllm refuses it: give vllm "
-                                   "a pre-quantized AWQ/GPTQ checkpoint instead)")
+                                   "a pre-quantized AWQ/GPTQ checkpoint instead)", readers=("hf",),
+                            refused_hint="vLLM needs a pre-quantized AWQ/GPTQ checkpoint as `model`: it reads the "
+                                         "checkpoint's quantization config")
     dtype: str = _f("auto", "hf, vllm: weight dtype auto (bf16 on GPU, fp32 on CPU), bfloat16, float16 or float32")
     device: str = _f("auto", "hf: auto (cuda when available), cpu, cuda or cuda:N")
     base_url: str | None = _f(None, "openai: endpoint, e.g. http://127.0.0.1:8000/v1; several: comma-separated, "
@@ -148,14 +152,17 @@ class BackendConfig:
     # tensor and pipeline parallel split one engine over GPUs, data parallel runs replicas of it
     # (vLLM's AsyncLLM with its own DP coordinator); the executor is "mp" or "ray" (None: vLLM's choice)
     tensor_parallel_size: int = _f(1, "vllm: GPUs one engine's layers are split over (vLLM's "
-                                      "tensor_parallel_size; changes floating point, so it is in the cache key)")
+                                      "tensor_parallel_size; changes floating point, so it is in the cache key)",
+                                      readers=("vllm",), refused_hint=_SERVERS)
     pipeline_parallel_size: int = _f(1, "vllm: pipeline stages of one engine (vLLM's pipeline_parallel_size; "
-                                        "with Ray, stages may sit on different nodes)")
+                                        "with Ray, stages may sit on different nodes)",
+                                        readers=("vllm",), refused_hint=_SERVERS)
     data_parallel_size: int = _f(1, "vllm: engine replicas, each of tensor x pipeline GPUs, that vLLM balances "
-                                    "requests over (vLLM's data_parallel_size, run by its AsyncLLM)")
+                                    "requests over (vLLM's data_parallel_size, run by its AsyncLLM)",
+                                    readers=("vllm",), refused_hint=_SERVERS)
     distributed_executor_backend: str | None = _f(None, "vllm: how vLLM starts its workers: mp (one node) or ray "
                                                         "(a Ray cluster, several nodes); default: vLLM's choice",
-                                                  choices=("mp", "ray"))
+                                                  choices=("mp", "ray"), readers=("vllm",))
     # engine options (EXTRA_OPTIONS): vllm reads max_model_len, gpu_memory_utilization,
     # enforce_eager, language_model_only, load_format (and a legacy tensor_parallel_size); openai
     # reads retry_base_s, retry_max_s, fail_threshold, probe_after_s
@@ -174,16 +181,14 @@ class BackendConfig:
         check(self.distributed_executor_backend in (None, "mp", "ray"), "distributed_executor_backend",
               f"must be mp or ray, got {self.distributed_executor_backend!r}")
         check(float(self.extra.get("probe_after_s", 1)) > 0, "extra.probe_after_s", "must be > 0")
-        if self.name == "vllm":
-            check(not self.load_in_4bit, "load_in_4bit", "bitsandbytes 4-bit is for `name` hf; vLLM needs a "
-                  "pre-quantized AWQ/GPTQ checkpoint as `model` (it reads the checkpoint's quantization config)")
-        for name in VLLM_ONLY:
-            val = getattr(self, name)
-            check(val >= 1, name, f"must be >= 1, got {val}")
-            check(val == 1 or self.name == "vllm", name, "only `name` vllm reads it (for openai, start the "
-                  "servers with it: vllm serve ... --tensor-parallel-size N)")
-        check(not self.distributed_executor_backend or self.name == "vllm", "distributed_executor_backend",
-              "only `name` vllm reads it")
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+            check(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
+        for f in fields(self):  # a field only some backends read: refused set on another
+            readers = f.metadata.get("readers")
+            if readers and self.name not in readers and getattr(self, f.name) != f.default:
+                hint = f.metadata.get("refused_hint")
+                check(False, f.name, f"only `name` {' or '.join(readers)} reads it, not {self.name}"
+                      + (f" ({hint})" if hint else ""))
 
 
 class PartialGeneration(RuntimeError):

@@ -52,6 +52,17 @@ def test_vllm_with_bitsandbytes_4bit_is_refused_naming_what_works():
     check_flags(_cfg(BackendConfig(name="hf", model="m", load_in_4bit=True)))  # hf: allowed
 
 
+@pytest.mark.parametrize("name", ["synth", "openai", "replay"])
+def test_a_field_only_some_backends_read_is_refused_elsewhere(name):
+    """load_in_4bit names its one reader (hf): synth, openai and replay used to ignore it silently."""
+    with pytest.raises(ConfigError) as err:
+        BackendConfig(name=name, load_in_4bit=True)
+    assert err.value.field == "load_in_4bit" and f"only name hf reads it, not {name}" in str(err.value)
+    for field in ("tensor_parallel_size", "data_parallel_size"):
+        with pytest.raises(ConfigError, match=f"{field}: only name vllm reads it"):
+            BackendConfig(name=name, **{field: 2})
+
+
 @pytest.mark.parametrize("name", ["hf", "vllm", "openai"])
 def test_several_greedy_samples_on_a_model_backend_are_refused(name):
     with pytest.raises(ConfigError, match=r"program_samples 3.*temperature") as err:
