@@ -161,16 +161,27 @@ def coder_summaries(root: Path) -> dict:
             for w, _ in CODERS if (root / w / "final_summary.json").exists()}
 
 
-def main(root: str = ".") -> int:
-    root_p = Path(root)
-    summary = json.loads((root_p / STUDY / "final_summary.json").read_text())
-    path = root_p / "README.md"
-    text = replace_block(path.read_text(), results_block(summary))
-    text = replace_block(text, coders_block(coder_summaries(root_p)), CODERS_START, CODERS_END)
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m controller.report.readme",
+                                 description="Render README's Results blocks from the committed studies' summaries.",
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("root", nargs="?", default=".", help="the checkout whose README.md and results/ are read")
+    root_p = Path(ap.parse_args(argv).root)
+    path, study = root_p / "README.md", root_p / STUDY / "final_summary.json"
+    try:
+        summary = json.loads(study.read_text())
+        text = replace_block(path.read_text(), results_block(summary))
+        text = replace_block(text, coders_block(coder_summaries(root_p)), CODERS_START, CODERS_END)
+    except (OSError, ValueError) as err:  # nothing is written: README stays as it was
+        print(f"error: {getattr(err, 'filename', None) or path}: {getattr(err, 'strerror', None) or err}",
+              file=sys.stderr)
+        return 2
     path.write_text(text)
     print(f"{path}: Results blocks rendered from {STUDY}/final_summary.json and the coder studies")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:]))
+    sys.exit(main())

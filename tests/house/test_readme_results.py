@@ -41,3 +41,19 @@ def test_readme_coders_block_is_the_committed_coder_studies():
         row = next(l for l in block.splitlines() if f"(`{where}/`)" in l)
         assert f"{pooled['always_tool_visible']['exact']}/{pooled['always_tool_visible']['n']}, " \
                f"{pooled['always_tool_visible']['program_generations']}" in row
+
+
+def test_the_renderer_refuses_a_checkout_without_a_summary_and_writes_nothing(tmp_path, capsys):
+    """``--help`` used to be read as the checkout's path (a traceback); a missing summary is one line."""
+    import pytest
+
+    from controller.report.readme import main
+
+    with pytest.raises(SystemExit) as ok:
+        main(["--help"])
+    assert ok.value.code == 0 and "root" in capsys.readouterr().out
+    (tmp_path / "README.md").write_text("unchanged\n")
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "final_summary.json" in err and err.count("\n") == 1
+    assert (tmp_path / "README.md").read_text() == "unchanged\n"
