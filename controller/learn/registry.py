@@ -215,7 +215,7 @@ register(Learner("nulls", (
                  _nulls, section="controller.report.nulls:nulls_section"))
 register(Learner("lora_seq_policy", (PolicySpec("lora_seq_policy", "learned"),),
                  _lora("lora_seq_policy", False, "train_lora", "lora_s"), seeded=True, in_folds=True,
-                 frontier=_lora_frontier))
+                 frontier=_lora_frontier, section="controller.report.lora:lora_md"))
 register(Learner("lora_shuffled_seq", (PolicySpec("lora_shuffled_seq", "control",
                                                     about="LoRA on (label, weight) pairs permuted together"),),
                  _lora("lora_shuffled_seq", True, "train_shuffled_lora", "lora_shuffled_s"), seeded=True))
