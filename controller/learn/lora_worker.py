@@ -44,7 +44,8 @@ def _main(fd: int, nice: int = 0) -> None:
 def _serve(conn, nice: int = 0) -> None:
     """The worker's loop: import (at ``nice`` more niceness, see ``LoraWorker``), then answer
     "train" and "choose" requests in order until the caller closes its end (or terminates the
-    process)."""
+    process); a "drop" frees a policy the caller no longer holds."""
+    import gc
     import os
     import signal
 
@@ -82,6 +83,12 @@ def _serve(conn, nice: int = 0) -> None:
             elif op == "choose":
                 _, key, prompts, valid = msg
                 reply = (True, policies[key].choose(prompts, valid))
+            elif op == "drop":  # the caller let go of this policy: free its model (no reply)
+                policies.pop(msg[1], None)
+                gc.collect()
+                continue
+            elif op == "held":  # how many policies this process keeps (the tests ask)
+                reply = (True, len(policies))
             elif op == "warnings":  # what this process held back, for the caller's summary line
                 reply = (True, dict(held_warnings.ACTIVE.counts) if held_warnings.ACTIVE else {})
             else:
@@ -176,6 +183,20 @@ class LoraWorker:
             self._callbacks[ticket] = on_trained
         return RemoteLoraPolicy(self, ticket, config)
 
+    def _drop(self, ticket: int) -> None:
+        """Let the worker free the policy of training ``ticket`` (sent without a reply, so the
+        request order the replies follow is untouched; a closed worker needs nothing)."""
+        if self._conn.closed or self._proc.poll() is not None:
+            return
+        try:
+            self._conn.send(("drop", ticket))
+        except (OSError, ValueError):
+            pass
+
+    def held(self) -> int:
+        """How many trained policies the worker keeps now."""
+        return self._reply(self._request("held"))
+
     def close(self) -> None:
         """Stop the process now. Whatever it wrote is complete (a training saves its adapter before
         it replies); a training still running (an error or Ctrl-C left its reply unread) is dropped."""
@@ -234,6 +255,13 @@ class RemoteLoraPolicy:
                 self._error = err
                 raise
         return self._meta
+
+    def __del__(self) -> None:
+        # a fold's policy is gone once the fold is scored: without this the worker kept every
+        # model it trained (a pretrained base: ~0.6 GB more resident memory per training)
+        worker = getattr(self, "_worker", None)
+        if worker is not None:
+            worker._drop(self._ticket)
 
     def choose(self, prompts: Sequence[str], valid_actions: Sequence[Sequence[str]]) -> list[str]:
         self.meta  # the training's result first (or its error)

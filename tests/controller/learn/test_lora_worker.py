@@ -76,3 +76,21 @@ def test_the_workers_library_warnings_join_the_callers_summary(tmp_path, capfd, 
     assert "Warning" not in err, err
     assert summary.counts.get("transformers", 0) >= 1, summary.counts
     assert "from libraries held back (transformers" in summary.line()
+
+
+def test_a_policy_the_caller_lets_go_of_is_freed_in_the_worker(tmp_path):
+    """The worker used to keep every model it trained (a pretrained base: ~0.6 GB a training)."""
+    import gc
+
+    cfg = LoraPolicyConfig(cache_dir=str(tmp_path / "base"), max_steps=2, batch_size=8, eval_every=0)
+    train = _examples(16)
+    prompts, valid = [e.prompt for e in train[:4]], [e.valid_actions for e in train[:4]]
+    with LoraWorker() as worker:
+        pols = [worker.train(train, cfg, str(tmp_path / f"p{i}"), progress=False) for i in range(3)]
+        kept = pols[1]
+        answer = kept.choose(prompts, valid)
+        assert worker.held() == 3
+        del pols
+        gc.collect()
+        assert worker.held() == 1  # the drops went ahead of this request, in order
+        assert kept.choose(prompts, valid) == answer  # the one still held answers as before
