@@ -69,7 +69,7 @@ def test_view_traces_rebuilds_the_same_page_and_refuses_bad_input(run, tmp_path)
     assert not (bad / "reports" / "viewer").exists()
 
 
-STUDIES = ("foofah", "foofah_k3", "library", "smollm2_coder", "smollm2_distilled")
+STUDIES = ("foofah", "foofah_k3", "foofah_lora_smollm2", "library", "smollm2_coder", "smollm2_distilled")
 
 
 def test_view_writes_the_run_page_from_its_data_byte_for_byte(run, tmp_path):
