@@ -143,9 +143,12 @@ class LoraWorker:
         self._sent = self._received = 0
         self._replies: dict[int, tuple] = {}
         self._callbacks: dict[int, Callable] = {}
+        self._dropped: list[int] = []  # tickets of policies the caller let go of, sent with the next request
         self._while_waiting = while_waiting
 
     def _request(self, *msg) -> int:
+        while self._dropped:  # drops first, so the worker frees those models before it trains again
+            self._conn.send(("drop", self._dropped.pop()))
         self._conn.send(msg)
         self._sent += 1
         return self._sent - 1
@@ -184,14 +187,10 @@ class LoraWorker:
         return RemoteLoraPolicy(self, ticket, config)
 
     def _drop(self, ticket: int) -> None:
-        """Let the worker free the policy of training ``ticket`` (sent without a reply, so the
-        request order the replies follow is untouched; a closed worker needs nothing)."""
-        if self._conn.closed or self._proc.poll() is not None:
-            return
-        try:
-            self._conn.send(("drop", ticket))
-        except (OSError, ValueError):
-            pass
+        """Let the worker free the policy of training ``ticket``: queued, and sent (without a reply,
+        so the request order the replies follow is untouched) ahead of the next request. Never sent
+        here: this runs from ``__del__``, which garbage collection may call in the middle of a send."""
+        self._dropped.append(ticket)
 
     def held(self) -> int:
         """How many trained policies the worker keeps now."""

@@ -170,13 +170,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("root", nargs="?", default=".", help="the checkout whose README.md and results/ are read")
     root_p = Path(ap.parse_args(argv).root)
     path, study = root_p / "README.md", root_p / STUDY / "final_summary.json"
-    try:
+    at = study
+    try:  # nothing is written on an error: README stays as it was
         summary = json.loads(study.read_text())
+        at = path
         text = replace_block(path.read_text(), results_block(summary))
         text = replace_block(text, coders_block(coder_summaries(root_p)), CODERS_START, CODERS_END)
-    except (OSError, ValueError) as err:  # nothing is written: README stays as it was
-        print(f"error: {getattr(err, 'filename', None) or path}: {getattr(err, 'strerror', None) or err}",
-              file=sys.stderr)
+    except OSError as err:
+        print(f"error: {err.filename or at}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    except ValueError as err:  # not JSON, or a README without its Results markers
+        print(f"error: {at}: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2
     path.write_text(text)
     print(f"{path}: Results blocks rendered from {STUDY}/final_summary.json and the coder studies")

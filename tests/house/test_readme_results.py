@@ -57,3 +57,9 @@ def test_the_renderer_refuses_a_checkout_without_a_summary_and_writes_nothing(tm
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "final_summary.json" in err and err.count("\n") == 1
     assert (tmp_path / "README.md").read_text() == "unchanged\n"
+    (tmp_path / STUDY).mkdir(parents=True)
+    (tmp_path / STUDY / "final_summary.json").write_text("{not json")
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / STUDY / 'final_summary.json'}: ") and err.count("\n") == 1
+    assert (tmp_path / "README.md").read_text() == "unchanged\n"
