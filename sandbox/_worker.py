@@ -20,6 +20,12 @@ import zlib
 
 from . import _wire
 
+# The longest the parent sleeps in one poll(): an interrupt that does not end the poll with EINTR
+# (``_thread.interrupt_main``, a SIGINT the kernel gave another thread) runs its handler only
+# when the main thread runs Python again, so a poll as long as a run's deadline (up to
+# WALL_FACTOR x timeout_s + GRACE_S) held a Ctrl-C back that long.
+WAKE_S = 0.05
+
 SOURCE_DIR = os.path.dirname(os.path.abspath(__file__))
 MODULES = ("_wire", "_kernel", "_seccomp", "policy", "_child", "_scrub", "_confine", "zygote")  # dependency order
 
@@ -128,7 +134,7 @@ class Worker:
                 raise WorkerError(f"sandbox worker did not start within {timeout_s:g} s")
             poller = select.poll()
             poller.register(self.rfd, select.POLLIN)
-            poller.poll(left * 1000)
+            poller.poll(min(left, WAKE_S) * 1000)  # an interrupt is raised within WAKE_S
             try:
                 reply = self.feed()
             except EOFError:

@@ -45,7 +45,7 @@ from collections import deque
 from pathlib import Path
 
 from . import _wire
-from ._worker import Worker, WorkerError
+from ._worker import WAKE_S, Worker, WorkerError
 from .result import OutputLimits, RunResult, clean_message, decode_message, decode_output
 
 GRACE_S = 2.0
@@ -370,7 +370,7 @@ class Sandbox:
         poller = select.poll()  # not select(): the caller may hold fds above 1024
         for fd in by_fd:
             poller.register(fd, select.POLLIN)
-        for fd, _ in poller.poll(wait_s * 1000):
+        for fd, _ in poller.poll(min(wait_s, WAKE_S) * 1000):
             self._take(by_fd[fd], busy, idle, queue, requests, done, seen)
         now = time.monotonic()
         for worker, flight in list(busy.items()):

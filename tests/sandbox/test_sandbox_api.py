@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import _thread
 import threading
+import time
 
 import pytest
 
@@ -183,6 +184,28 @@ def test_runs_repeat_exactly_across_workers_and_sandboxes(sb):
     with Sandbox(workers=1) as other:
         again = other.run(code, TABLE).output
     assert first == [again] * 4
+
+
+@pytest.mark.parametrize("how", ["run_many", "iter_many"])
+def test_an_interrupt_reaches_the_caller_at_once(how):
+    """An interrupt that does not end a blocking poll (``interrupt_main``, a SIGINT the kernel
+    gave another thread) is raised within a fraction of a second, not when the first run ends:
+    the parent slept in one poll until a run's deadline (here 10 s of CPU, 50 s of wall)."""
+    loop = "def transform(t):\n    while True:\n        pass\n"
+    with Sandbox(workers=2) as box:
+        timer = threading.Timer(0.3, _thread.interrupt_main)
+        start = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            if how == "run_many":
+                box.run_many([(loop, TABLE)] * 4, timeout_s=10.0)
+            else:
+                for _ in box.iter_many([(loop, TABLE)] * 4, timeout_s=10.0):
+                    pass
+        took = time.monotonic() - start
+        timer.join()
+        assert took < 5.0, f"the interrupt came after {took:.1f} s"
+        assert box.run(SPLIT, TABLE).ok  # and the pool still works
 
 
 def test_interrupted_call_leaves_no_stale_replies():
