@@ -46,7 +46,7 @@ from collections import deque
 from pathlib import Path
 
 from . import _wire
-from ._worker import WAKE_S, Worker, WorkerError
+from ._worker import WAKE_S, Worker, WorkerEnded, WorkerError
 from .result import OutputLimits, RunResult, clean_message, decode_message, decode_output
 
 GRACE_S = 2.0
@@ -140,7 +140,7 @@ def _cleanup(workers: list, tmp: str, owner: int, lock_fd: int) -> None:
     if os.getpid() != owner:  # a forked copy of the owner exiting: the workers are not ours
         return
     for worker in workers:
-        worker.kill(grace_s=1.0)
+        worker.end(grace_s=1.0)
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         os.close(lock_fd)
@@ -447,15 +447,21 @@ class Sandbox:
 
     def _restart(self, worker: Worker) -> None:
         worker.kill()
-        if self._closing:  # never start a worker on a closed pool
-            raise RuntimeError("this Sandbox is closed")
         self.restarts += 1
         for attempt in range(3):
+            # never start a worker on a closed pool: close() may come at any moment of this,
+            # from another thread, and then ends whatever spawn() has started (Worker.end)
+            if self._closing:
+                raise RuntimeError("this Sandbox is closed")
             try:
                 worker.spawn()
                 worker.wait_ready(self.start_timeout_s)
                 return
+            except WorkerEnded:
+                raise RuntimeError("this Sandbox is closed") from None
             except WorkerError:
+                if self._closing:
+                    raise RuntimeError("this Sandbox is closed") from None
                 if attempt == 2:
                     raise
 
