@@ -25,7 +25,8 @@ for the ``Sandbox``'s life; a later ``Sandbox`` removes a folder only when it ca
 Not covered: sharing one ``Sandbox`` across processes (use one per process; a ``Sandbox`` used
 after ``fork`` raises), concurrent ``run_many`` calls on one ``Sandbox`` from several threads
 (they are serialised by a lock), and calling a ``Sandbox`` from inside its own ``iter_many``
-loop (the lock is held until the generator ends).
+loop (the lock is held until the generator ends: such a call raises ``RuntimeError`` at once
+rather than wait forever).
 """
 from __future__ import annotations
 
@@ -163,6 +164,7 @@ class Sandbox:
         self.start_timeout_s = start_timeout_s
         self._pid = os.getpid()
         self._lock = threading.Lock()
+        self._owner: int | None = None  # the thread whose iter_many holds the lock
         self._closing = False  # set first by close(), from any thread
         _remove_stale(tempfile.gettempdir())
         self._tmp, self._lock_fd = _make_folder(tempfile.gettempdir())
@@ -292,12 +294,19 @@ class Sandbox:
         if memory_mb < MIN_MEMORY_MB:
             raise ValueError(f"memory_mb must be at least {MIN_MEMORY_MB}")
         items = list(items)
+        if self._owner == threading.get_ident():  # the lock is ours: waiting would be forever
+            raise RuntimeError("this Sandbox is busy with the iter_many loop this call is in: "
+                               "finish the loop first, or run it in another Sandbox")
         with self._lock:
             if self.closed or self._closing:
                 raise RuntimeError("this Sandbox is closed")
             if os.getpid() != self._pid:
                 raise RuntimeError("a Sandbox cannot be used after fork; create a new one")
-            yield from self._iter_many(items, timeout_s, int(memory_mb))
+            self._owner = threading.get_ident()
+            try:
+                yield from self._iter_many(items, timeout_s, int(memory_mb))
+            finally:
+                self._owner = None
 
     def _iter_many(self, items, timeout_s, memory_mb):
         requests: list[bytes | None] = [None] * len(items)
