@@ -306,7 +306,8 @@ def _check_programs(sandbox, attempts: list[_Attempt], reqs: list[GenerationRequ
 
     Results are streamed: a program's round is built as soon as all its runs are in, then its
     outputs go to the chunk's ``_Outputs`` and only the handles stay."""
-    parsed = [parse_code(c.text, a.task.entry) for a, c in zip(attempts, comps)]
+    parsed = [Parsed(None, DECLINED, c.text or "the backend does not attempt this task")
+              if c.finish_reason == DECLINED else parse_code(c.text, a.task.entry) for a, c in zip(attempts, comps)]
     jobs, owners = [], []  # owners[j]: (request index, run slot); the new input's run is the last slot
     for i, (a, p) in enumerate(zip(attempts, parsed)):
         if p.value is not None:  # "failed" and "truncated_thinking" hold no program
