@@ -143,3 +143,18 @@ def test_synth_answers_a_table_task_with_several_examples():
     validate_record(rec)
     assert rec["rounds"][0]["finish_reason"] != "declined"
     assert len(rec["rounds"][0]["visible_runs"]) == 2
+
+
+def test_the_sft_export_takes_a_grid_task_with_its_recorded_feedback():
+    from controller.report.sft import verified_conversations
+
+    answers = {("direct", 0, 0): "```\n0 0 4 4 4 0\n```", ("write", 0, 0): program(WRONG_ON_2),
+               ("fix", 1, 0): program(RIGHT)}
+    [rec], backend, _ = _trace(answers)
+    rec["split"] = "train"
+    rows = {row["kind"]: row for row in verified_conversations(rec)}
+    assert set(rows) == {"direct", "repair"}
+    repair = rows["repair"]
+    assert repair["prompt"] == backend.seen[("fix", 1, 0)]  # the very prompt the model was sent
+    assert rec["rounds"][1]["feedback"] in repair["prompt"][-1]["content"]
+    assert repair["completion"][0]["content"] == rec["rounds"][1]["raw"]

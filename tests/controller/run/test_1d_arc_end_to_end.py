@@ -26,7 +26,9 @@ def test_1d_arc_traces_report_and_viewer(tmp_path, run_cli, browser):
     for rec in records:
         splits.setdefault(rec["family"], set()).add(rec["split"])
     assert all(len(s) == 1 for s in splits.values())  # family-disjoint
-    assert "- cases: `1d-arc`" in (rep / "report.md").read_text()
+    report = (rep / "report.md").read_text()
+    assert "- cases: `1d-arc`" in report
+    assert "- tasks: 36 grid (public examples: 36 with 3); declined by the backend: 36 of 36 direct answers" in report
     # the viewer's data: every example of every case, as grids
     data = json.loads(gzip.decompress((rep / "viewer" / "data.json.gz").read_bytes()))
     assert data["run"]["case_set"] == "1d-arc"
