@@ -4,6 +4,8 @@ record and is the prompt's text, direct answers are read against the examples' v
 graded by exact equality, and synth declines what its table DSL cannot answer."""
 import json
 
+import pytest
+
 from cases import Case, Example
 from sandbox.result import RunResult
 from tracegen.backends import BackendConfig, get_backend
@@ -156,3 +158,26 @@ def test_the_sft_export_takes_a_grid_task_with_its_recorded_feedback():
     assert repair["prompt"] == backend.seen[("fix", 1, 0)]  # the very prompt the model was sent
     assert rec["rounds"][1]["feedback"] in repair["prompt"][-1]["content"]
     assert repair["completion"][0]["content"] == rec["rounds"][1]["raw"]
+
+
+def _sandbox_takes_kinds() -> bool:
+    import inspect
+
+    from sandbox import Sandbox
+
+    return "kind" in inspect.signature(Sandbox.run).parameters
+
+
+@pytest.mark.skipif(not _sandbox_takes_kinds(), reason="this sandbox build checks tables only (no kind)")
+def test_grid_programs_run_in_the_real_sandbox(sb):
+    """The same chain through the real sandbox: grids in, grids out, checked as the task's kind."""
+    answers = {("direct", 0, 0): "```\n0 0 4 4 4 0\n```", ("write", 0, 0): program(WRONG_ON_2),
+               ("fix", 1, 0): program(RIGHT)}
+    [rec], _, _ = _trace(answers, sb=sb)
+    w, f = rec["rounds"]
+    assert [r["error"] for r in w["visible_runs"]] == [None, "wrong_output", None] and not w["visible_pass"]
+    assert f["visible_pass"] and f["test_output"] == [[0, 0, 4, 4, 4, 0]]
+    bools = Case("b/b", "b", (Example([[1]], [[1]]),), [[2]], [[2]], value_type="grid")
+    [rec], _, _ = _trace({("direct", 0, 0): "```\n2\n```", ("write", 0, 0): program("def transform(grid):\n    return [[True]]")},
+                         cases=(bools,), max_repairs=0, sb=sb)
+    assert rec["rounds"][0]["visible"]["error"] == "bad_output"  # a bool is no colour
