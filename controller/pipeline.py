@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from cases import CaseError, SplitError, load_cases, make_splits, probe_cases, resolve_case_set, split_manifest
+from cases import CaseError, SplitError, load_case_set, make_splits, probe_cases, split_manifest
 from tracegen.backends import PartialGeneration, Unanswerable, backend_class
 from common.errors import ConfigError
 from tracegen.records import TraceFileError, assign_splits, read_traces, repair_torn_tail, upgrade_record
@@ -33,8 +33,7 @@ def run(cfg: RunConfig, log=print) -> dict:
     check_flags(cfg)
     cfg = _prepared(cfg.resolved())
     try:
-        _, cases_dir = resolve_case_set(cfg.cases)
-        all_cases = load_cases(cases_dir)
+        all_cases = load_case_set(cfg.cases)
     except CaseError as err:
         raise UsageError(str(err), "cases") from None
     path = trace_path(cfg)

@@ -67,7 +67,7 @@ def _greedy_by_forward_passes(model_dir: str, messages: list, max_new: int):
 @pytest.mark.slow
 def test_hf_trace_records_logprobs_that_a_forward_pass_recomputes(noisy_model, tmp_path):
     from tracegen.prompts import direct_messages, write_messages
-    from tracegen.backends.base import Task
+    from tracegen.conversations import record_task
 
     cases = small_case_dir(tmp_path / "cases", families=3, per_family=1)
     args = ("--cases", str(cases), "--generate-traces", "--backend", "hf", "--model", noisy_model,
@@ -77,14 +77,14 @@ def test_hf_trace_records_logprobs_that_a_forward_pass_recomputes(noisy_model, t
     assert r.returncode == 0, r.stderr[-3000:]
     path = tmp_path / "a" / "reports" / "fresh_traces.jsonl"
     traces = [json.loads(l) for l in path.read_text().splitlines()]
-    assert len(traces) == 3 and all(t["schema_version"] == 3 for t in traces)
+    assert len(traces) == 3 and all(t["schema_version"] == 4 for t in traces)
     for t in traces:
         for part in [t["direct"], *t["rounds"]]:
             lp = part["logprobs"]
             assert lp["source"] == "hf" and lp["tokens"] <= part["completion_tokens"] <= lp["tokens"] + 1
             if lp["tokens"]:
                 assert lp["min"] <= lp["mean"] <= 0 and math.isclose(lp["sum"], lp["mean"] * lp["tokens"], abs_tol=1e-4)
-        task = Task(t["case_id"], t["task"]["input_table"], t["task"]["output_table"], t["task"]["test_table"])
+        task = record_task(t)
         for part, msgs in ((t["direct"], direct_messages(task)), (t["rounds"][0], write_messages(task))):
             want = logprob_stats(_greedy_by_forward_passes(noisy_model, msgs, 10), "hf")
             got = part["logprobs"]
