@@ -210,7 +210,9 @@ def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[di
     return split_families, info
 
 
-def _generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict:
+def generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict:
+    """Trace ``cases`` (all but ``done``) with ``backend`` into the run's trace file, after writing
+    its run_config.json; the rollout's counts. A run and ``live-tool-dagger import`` trace here."""
     from sandbox import Sandbox
     from tracegen.rollout import rollout
 
@@ -267,7 +269,7 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, t0, log, w
         t = time.monotonic()
         warm = warm_imports(TRACING_NICE)
         try:
-            timing["trace_stats"] = _generate(cfg, backend, cases, split_of, tcfg, done, log)
+            timing["trace_stats"] = generate(cfg, backend, cases, split_of, tcfg, done, log)
         finally:
             warm.join()  # seconds at most; the controllers would wait for the same imports
         timing["traces_s"] = round(time.monotonic() - t, 2)

@@ -46,7 +46,8 @@ from .backends import Backend, GenerationRequest, Task
 from .conversations import prompt_digest, round_feedback, round_messages
 from common.errors import check
 from .grading import hidden_block
-from .parsing import parse_code, parse_table
+from .importfile import GIVEN
+from .parsing import Parsed, parse_code, parse_table
 from .progress import Progress
 from .prompts import direct_messages, write_messages
 from .records import SCHEMA_VERSION, append_record, reorder_records
@@ -92,10 +93,15 @@ class _Chain:
 
     sample: int
     rounds: list = field(default_factory=list)
+    ended: bool = False  # the backend holds no further attempt (an imported chain the source stopped)
 
     @property
     def solved_visible(self) -> bool:
         return bool(self.rounds) and self.rounds[-1]["visible_pass"]
+
+    @property
+    def open(self) -> bool:
+        return not (self.solved_visible or self.ended)
 
 
 class _Outputs:
@@ -176,7 +182,7 @@ class _Attempt:
 
 def _finished(a: _Attempt, cfg: RolloutConfig) -> bool:
     """Is the record of ``a`` complete: its direct answer, and every sample passed or out of repairs?"""
-    return bool(a.direct) and all(ch.solved_visible or len(ch.rounds) > cfg.max_repairs for ch in a.chains)
+    return bool(a.direct) and all(not ch.open or len(ch.rounds) > cfg.max_repairs for ch in a.chains)
 
 
 class _Generations:
@@ -248,7 +254,7 @@ def _direct_wave(backend: Backend, attempts: list[_Attempt], gens: _Generations 
     reqs = [GenerationRequest("direct", direct_messages(a.task), a.task) for a in attempts]
     for i, comp in _answers(backend, reqs, gens):
         a = attempts[i]
-        parsed = parse_table(comp.text)
+        parsed = _parsed(comp, "direct")
         a.direct = {
             "raw": comp.text,
             "table": parsed.value if parsed.status != "failed" else None,
@@ -256,11 +262,35 @@ def _direct_wave(backend: Backend, attempts: list[_Attempt], gens: _Generations 
                       **({"wrapper": parsed.wrapper} if parsed.wrapper else {})},
             "prompt_tokens": comp.prompt_tokens,
             "completion_tokens": comp.completion_tokens,
-            "gen_ms": round(comp.latency_ms, 3),
+            **_timed(comp),
             "finish_reason": comp.finish_reason,
             "search_nodes": int(getattr(comp, "search_nodes", 0)),
         }
         _logprobs_into(a.direct, comp)
+        _provenance_into(a.direct, comp)
+
+
+def _parsed(comp, kind: str) -> Parsed:
+    """The answer (``kind`` "direct") or program of a completion: parsed from its text as every
+    model's output is, taken as it is when the backend gives it parsed (``Completion.given``), or
+    nothing when the backend recorded none (``Completion.absent``)."""
+    if getattr(comp, "absent", False):
+        return Parsed(None, "failed", "no output recorded")
+    given = getattr(comp, "given", None)
+    if given is not None:
+        return Parsed(given[0], GIVEN, "recorded as parsed")
+    return parse_table(comp.text) if kind == "direct" else parse_code(comp.text)
+
+
+def _timed(comp) -> dict:
+    """``gen_ms`` of a completion, absent when its backend recorded no time (imported outputs)."""
+    return {} if comp.latency_ms is None else {"gen_ms": round(comp.latency_ms, 3)}
+
+
+def _provenance_into(part: dict, comp) -> None:
+    """Where a recorded output came from (``model``, ``prompt``), when its backend says."""
+    for k, v in (getattr(comp, "provenance", None) or {}).items():
+        part[k] = v
 
 
 def _logprobs_into(part: dict, comp) -> None:
@@ -278,7 +308,7 @@ def _check_programs(sandbox, attempts: list[_Attempt], reqs: list[GenerationRequ
 
     Results are streamed: a program's round is built as soon as both its runs are in, then its
     outputs go to the chunk's ``_Outputs`` and only the handles stay."""
-    parsed = [parse_code(c.text) for c in comps]
+    parsed = [_parsed(c, "program") for c in comps]
     jobs, owners = [], []
     for i, (a, p) in enumerate(zip(attempts, parsed)):
         if p.value is not None:  # "failed" and "truncated_thinking" hold no program
@@ -321,10 +351,11 @@ def _round(a: _Attempt, req: GenerationRequest, comp, p, vis_res, test_res) -> d
         "parse": {"status": p.status, "detail": p.detail},
         "visible": visible, "visible_pass": passed, "test": test, "test_output": test_output,
         "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
-        "gen_ms": round(comp.latency_ms, 3), "finish_reason": comp.finish_reason,
+        **_timed(comp), "finish_reason": comp.finish_reason,
         "search_nodes": int(comp.search_nodes),
     }
     _logprobs_into(rnd, comp)
+    _provenance_into(rnd, comp)
     return rnd
 
 
@@ -358,10 +389,13 @@ def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]
         if len(batch) < size and k + 1 < len(reqs):
             continue
         got = [items[i] for i, _ in batch]
-        results = _check_programs(sandbox, [a for a, _ in got], [reqs[i] for i, _ in batch],
-                                  [c for _, c in batch], cfg)
-        for (_, ch), rnd_dict in zip(got, results):
-            ch.rounds.append(rnd_dict)
+        for (_, ch), (_, comp) in zip(got, batch):  # no output recorded: the chain ends here
+            ch.ended = ch.ended or bool(getattr(comp, "absent", False))
+        kept = [(i, c) for (i, c), (_, ch) in zip(batch, got) if not ch.ended]
+        results = _check_programs(sandbox, [items[i][0] for i, _ in kept], [reqs[i] for i, _ in kept],
+                                  [c for _, c in kept], cfg)
+        for (i, _), rnd_dict in zip(kept, results):
+            items[i][1].rounds.append(rnd_dict)
         batch = []
         yield got
 
@@ -369,7 +403,10 @@ def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]
 def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig, prompts: str) -> dict:
     """The trace record of ``a``, with its outputs decoded from the chunk's ``_Outputs``;
     ``prompts``: the prompt templates' version (``conversations.prompt_digest``)."""
-    chains = [[_loaded(r) for r in ch.rounds] for ch in a.chains]
+    # a sample the backend recorded nothing for is no chain of the record (an imported case's
+    # samples are dense: samples 0..n-1, so only trailing ones are empty)
+    drawn = [ch for ch in a.chains if ch.rounds]
+    chains = [[_loaded(r) for r in ch.rounds] for ch in drawn] or [[]]
     programs = [r for ch in chains for r in ch]
     parts = [a.direct] + programs
     record = {
@@ -383,7 +420,8 @@ def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig, prompts: str) -> 
         "totals": {
             "prompt_tokens": sum(p["prompt_tokens"] for p in parts),
             "completion_tokens": sum(p["completion_tokens"] for p in parts),
-            "gen_ms": round(sum(p["gen_ms"] for p in parts), 3),
+            **({"gen_ms": round(sum(p.get("gen_ms", 0.0) for p in parts), 3)} if any("gen_ms" in p for p in parts)
+               else {}),
             "sandbox_ms": round(sum(r["visible"]["wall_ms"] + r["test"]["wall_ms"] for r in programs), 3),
         },
         "hidden": hidden_block(a.case, a.direct["table"], [r["test_output"] for r in chains[0]]),
@@ -392,6 +430,13 @@ def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig, prompts: str) -> 
         record["samples"] = chains[1:]
         record["hidden"]["samples"] = [hidden_block(a.case, None, [r["test_output"] for r in ch])["rounds"]
                                        for ch in chains[1:]]
+    # the repairs each chain was allowed, where the backend ended one before ``max_repairs``
+    # (a failing imported chain the source stopped repairing): FIX is not offered past its end
+    allowed = [len(ch.rounds) - 1 if ch.ended and not ch.solved_visible else cfg.max_repairs for ch in drawn]
+    if any(n != cfg.max_repairs for n in allowed) or not drawn:
+        record["chain_repairs"] = allowed
+    if isinstance(backend, Backend):
+        record.update(backend.record_extras(a.case.case_id))
     return record
 
 
@@ -461,12 +506,12 @@ def _waves(chunk: list[_Attempt], backend: Backend, sandbox, cfg: RolloutConfig,
         for part in _slices(active, calls):
             for got in _program_wave(backend, sandbox, part, rnd, cfg, group=cfg.request_slice, gens=gens):
                 finished = 0
-                for a, ch in got:  # a chain ends when it passes or has used its last repair
-                    if ch.solved_visible or rnd == cfg.max_repairs:
+                for a, ch in got:  # a chain ends when it passes, has used its last repair or has no more
+                    if not ch.open or rnd == cfg.max_repairs:
                         open_chains[id(a)] -= 1
                         finished += open_chains[id(a)] == 0
                 report(finished, stage)
-        active = [(a, ch) for a, ch in active if not ch.solved_visible]
+        active = [(a, ch) for a, ch in active if ch.open]
 
 
 @contextmanager

@@ -80,13 +80,16 @@ def chains(record: dict) -> list[tuple[list, list]]:
         raise ValueError(f"record {record.get('case_id', '?')!r} is trace schema version 1: upgrade it first "
                          "(tracegen.records.upgrade_record; read_traces and controller.analyze do)")
     hidden = record["hidden"]
-    out = [(record["rounds"], hidden["rounds"])]
+    out = [(record["rounds"], hidden["rounds"])] if record["rounds"] else []  # empty: no program recorded
     out += list(zip(record.get("samples", []), hidden.get("samples", [])))
     return out
 
 
 def sample_repairs(record: dict, j: int) -> int:
-    """Repair rounds allowed on sample j (version-1 extra samples were never repaired)."""
+    """Repair rounds allowed on sample j (version-1 extra samples were never repaired; an imported
+    chain the source stopped repairing before ``max_repairs`` has its own, ``chain_repairs``)."""
+    if "chain_repairs" in record:
+        return record["chain_repairs"][j]
     return record["max_repairs"] if j == 0 else record.get("sample_repairs", record["max_repairs"])
 
 
@@ -193,7 +196,7 @@ def valid_actions(view: dict) -> tuple[str, ...]:
     """Valid actions from the action table in DESIGN.md, read off a visible view."""
     chs = view["chains"]
     if not chs:
-        return ("DIRECT", "WRITE")
+        return ("DIRECT", "WRITE") if view["program_samples"] else ("DIRECT",)  # 0: no program was recorded
     out = ["DIRECT"]
     if passing(view):
         out.append("PROGRAM")
