@@ -214,3 +214,13 @@ def read_traces(path: str | Path, *, validate: bool = True, warn=print) -> list[
                 raise TraceFileError(f"{path}: line {i + 1}: {e}") from None
         records.append(rec)
     return records
+
+
+def case_of_record(record: dict):
+    """The case a record was traced from, out of the record alone (its task and ``hidden.answer``):
+    a re-analysis reads no case file. ``meta`` is left empty (nothing analysed reads it)."""
+    from cases import Case
+
+    t = record["task"]
+    return Case(record["case_id"], record["family"], t["input_table"], t["output_table"], t["test_table"],
+                record["hidden"]["answer"])
