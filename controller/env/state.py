@@ -80,7 +80,7 @@ def chains(record: dict) -> list[tuple[list, list]]:
         raise ValueError(f"record {record.get('case_id', '?')!r} is trace schema version 1: upgrade it first "
                          "(tracegen.records.upgrade_record; read_traces and controller.analyze do)")
     hidden = record["hidden"]
-    out = [(record["rounds"], hidden["rounds"])] if record["rounds"] else []  # empty: no program recorded
+    out = [(record["rounds"], hidden["rounds"])]
     out += list(zip(record.get("samples", []), hidden.get("samples", [])))
     return out
 
@@ -146,8 +146,9 @@ def shared_view(record: dict, revealed) -> dict:
     pos = as_pos(revealed)
     view = {k: record[k] for k in VISIBLE_KEYS}
     chs = chains(record)
-    view["program_samples"] = len(chs)
-    view["repairs"] = [sample_repairs(record, j) for j in range(len(chs))]
+    # an imported case with no program recorded has one empty chain: no sample can be drawn
+    view["program_samples"] = len(chs) if record["rounds"] else 0
+    view["repairs"] = [sample_repairs(record, j) for j in range(view["program_samples"])]
     view["chains"] = [chs[j][0][:n] for j, n in enumerate(pos)]
     view["rounds"] = view["chains"][-1] if pos else []
     return view
@@ -253,7 +254,7 @@ def _features(view: dict) -> dict[str, float]:
         "test_rows_vs_example": tir / eir if eir else 0.0,
         "revealed": float(len(view["rounds"])),
         "repairs_left": float(view["repairs"][len(view["chains"]) - 1 if view["chains"] else 0]
-                              - max(len(view["rounds"]) - 1, 0)),
+                              - max(len(view["rounds"]) - 1, 0)) if view["repairs"] else 0.0,  # []: no program
     }
     rounds = view["rounds"]
     if rounds:

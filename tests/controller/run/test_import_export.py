@@ -137,3 +137,18 @@ def test_export_then_import_reproduces_the_analysis(tmp_path, k):
     assert r.returncode == 0, r.stderr[-3000:]
     _same_analysis(a, b)
     assert _summary(b)["traces"]["backend"] == "imported"
+    if k == 1:  # cases with only direct answers, and cases with only programs, are analysed too
+        lines = [json.loads(x) for x in out.read_text().splitlines()]
+        for i, line in enumerate(lines):
+            line.pop("programs" if i % 3 == 0 else "direct" if i % 3 == 1 else "nothing", None)
+        out.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        c = tmp_path / "c"
+        r = cli("import", out, "--root", c, "--no-progress")
+        assert r.returncode == 0, r.stderr[-3000:]
+        r = cli("--root", c, "--no-progress")
+        assert r.returncode == 0, r.stderr[-3000:]
+        recs = records(c)
+        assert all(not rec["rounds"] and rec["chain_repairs"] == [] for rec in list(recs.values())[::3])
+        assert all(rec["direct"]["finish_reason"] == "not_recorded" for rec in list(recs.values())[1::3])
+        direct_only = _summary(c)["policy_results"]["direct_only"]["test"]
+        assert direct_only["n"] > 0
