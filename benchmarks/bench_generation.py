@@ -39,7 +39,7 @@ def make_requests(n: int, seed: int = 0) -> list[GenerationRequest]:
     for i in range(n):
         rows, cols = rng.randint(2, 6), rng.randint(1, 4)
         table = lambda: [[rng.choice(words) for _ in range(cols)] for _ in range(rows)]
-        task = Task(f"bench/{i}", table(), table(), table())
+        task = Task.from_tables(f"bench/{i}", table(), table(), table())
         build = direct_messages if i % 2 == 0 else write_messages
         reqs.append(GenerationRequest("direct" if i % 2 == 0 else "write", build(task), task))
     return reqs

@@ -66,7 +66,7 @@ def _new(n: int, sb) -> int:
             return [Completion('[["x"]]' if r.kind == "direct" else f"```python\n{CODE}```", 0, 0, 0.0)
                     for r in requests]
 
-    cases = [Case(f"b{i}/b{i}_{i}", f"b{i}", [["in"]], [["no"]], [["new"]], [["no"]]) for i in range(n)]
+    cases = [Case.from_tables(f"b{i}/b{i}_{i}", f"b{i}", [["in"]], [["no"]], [["new"]], [["no"]]) for i in range(n)]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.jsonl"
         rollout(cases, {}, Hostile(), sb, path, RolloutConfig(max_repairs=0, wave_size=n, progress=False,

@@ -75,7 +75,7 @@ wall0, cpu0 = time.perf_counter(), time.process_time()
 res = {}
 for start in range(0, len(cases), 64):
     chunk = cases[start:start + 64]
-    tasks = {c.case_id: Task(c.case_id, c.input_table, c.output_table, c.test_table) for c in chunk}
+    tasks = {c.case_id: Task.from_tables(c.case_id, c.input_table, c.output_table, c.test_table) for c in chunk}
     direct = backend.generate([GenerationRequest("direct", [], tasks[c.case_id]) for c in chunk])
     for c, comp in zip(chunk, direct):
         res[c.case_id] = {"direct_right": None if c.test_answer is None else

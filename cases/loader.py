@@ -1,6 +1,9 @@
-"""Load and validate a directory of Foofah-format case files.
+"""Load and validate a directory of case files: Foofah-format tables and ARC-format tasks.
 
-Covered: every ``*.json`` / ``*.txt`` file under a root (recursively, suffix case ignored),
+Covered: every ``*.json`` / ``*.txt`` file under a root (recursively, suffix case ignored), a file
+whose top-level object has ``train`` and ``test`` read as an ARC task (``cases.arc``: a case per
+test pair, the family its folder's name, or its file stem when it lies at the root), else as
+Foofah:
 UTF-8 (a BOM is accepted), the four tables being lists of lists of strings, a non-empty public
 example, size limits, the ``[["NOT AVAILABLE, SORRY"]]`` marker, family names, and duplicate
 case ids. Every file is checked before anything is returned, so a caller writes nothing until
@@ -16,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from cases.arc import arc_cases, is_arc_task
 from cases.case import NOT_AVAILABLE, Case, Table
 
 CASE_SUFFIXES = (".json", ".txt")
@@ -70,15 +74,17 @@ def load_cases(root: str | Path) -> list[Case]:
     cases = []
     for path in files:
         case_id = path.relative_to(root).with_suffix("").as_posix()
-        if case_id in seen:
-            raise CaseError(path, f"gives the same case id {case_id!r} as {seen[case_id]}")
-        seen[case_id] = path
-        cases.append(_load_file(path, case_id, path.relative_to(root).as_posix()))
+        family = path.parent.name if path.parent != root else None  # ARC: the folder names the family
+        for case in _load_file(path, case_id, path.relative_to(root).as_posix(), family):
+            if case.case_id in seen:
+                raise CaseError(path, f"gives the same case id {case.case_id!r} as {seen[case.case_id]}")
+            seen[case.case_id] = path
+            cases.append(case)
     cases.sort(key=lambda c: c.case_id)
     return cases
 
 
-def _load_file(path: Path, case_id: str, rel: str) -> Case:
+def _load_file(path: Path, case_id: str, rel: str, folder: str | None) -> list[Case]:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise CaseError(path, f"file is {size} bytes, over the limit of {MAX_FILE_BYTES}")
@@ -96,6 +102,8 @@ def _load_file(path: Path, case_id: str, rel: str) -> Case:
         raise CaseError(path, f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
     if not isinstance(obj, dict):
         raise CaseError(path, f"top level is a JSON {_json_kind(obj)}, expected an object")
+    if is_arc_task(obj):
+        return arc_cases(obj, case_id, folder or path.stem, lambda problem: CaseError(path, problem), {"file": rel})
     missing = [k for k in REQUIRED_KEYS if k not in obj]
     if missing:
         raise CaseError(path, f"missing key(s) {', '.join(missing)}")
@@ -108,7 +116,7 @@ def _load_file(path: Path, case_id: str, rel: str) -> Case:
     if answer == NOT_AVAILABLE:
         answer = None
 
-    return Case(
+    return [Case.from_tables(
         case_id=case_id,
         family=_family(path, obj.get("TestName")),
         input_table=tables["InputTable"],
@@ -117,7 +125,7 @@ def _load_file(path: Path, case_id: str, rel: str) -> Case:
         test_answer=answer,
         num_samples=_num_samples(path, obj.get("NumSamples")),
         meta={"file": rel},
-    )
+    )]
 
 
 def _check_table(path: Path, name: str, t: Any) -> Table:

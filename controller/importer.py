@@ -86,12 +86,7 @@ def export_parser():
 
 
 def _cases(source):
-    from cases import Case
-
-    if "examples" not in Case.__dataclass_fields__:  # PROVISIONAL: table-only cases until tasks over any value land
-        return [Case(c.case_id, c.family, c.examples[0][0], c.examples[0][1], c.test_input, c.test_answer)
-                for c in source.cases]
-    from cases import Example
+    from cases import Case, Example
     from cases.values import task_value_type
 
     out = []

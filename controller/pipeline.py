@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from cases import CaseError, SplitError, load_cases, make_splits, probe_cases, resolve_case_set, split_manifest
+from cases import CaseError, SplitError, load_case_set, make_splits, probe_cases, split_manifest
 from tracegen.backends import PartialGeneration, Unanswerable, backend_class
 from common.errors import ConfigError
 from tracegen.records import (TraceFileError, assign_splits, case_of_record, read_traces, repair_torn_tail,
@@ -83,8 +83,7 @@ def run(cfg: RunConfig, log=print) -> dict:
 def _case_set(cfg: RunConfig):
     """The cases of ``cfg.cases`` (a named set or a folder); ``UsageError`` naming it otherwise."""
     try:
-        _, cases_dir = resolve_case_set(cfg.cases)
-        return load_cases(cases_dir)
+        return load_case_set(cfg.cases)
     except CaseError as err:
         raise UsageError(str(err), "cases") from None
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cases import load_cases, resolve_case_set  # noqa: E402
+from cases import load_case_set  # noqa: E402
 from tracegen.synth import emit_code, synthesize  # noqa: E402
 from tracegen.synth.codegen import strip_history  # noqa: E402
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     def count(text: str) -> int:
         return len(tok(text)["input_ids"])
 
-    cases = load_cases(resolve_case_set(args.cases)[1])
+    cases = load_case_set(args.cases)
     kinds: dict[str, list[int]] = {"readable": [], "readable, bookkeeping stripped": [], "compact": []}
     for case in cases:
         result = synthesize([(case.input_table, case.output_table)], max_nodes=args.nodes)

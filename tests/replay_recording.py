@@ -5,7 +5,7 @@ import json
 from cases.case import Case
 from tracegen.backends import BackendConfig, get_backend
 
-CASE = Case(case_id="fam/c_1", family="fam", input_table=[["a", "1"]], output_table=[["1"]],
+CASE = Case.from_tables(case_id="fam/c_1", family="fam", input_table=[["a", "1"]], output_table=[["1"]],
             test_table=[["b"]], test_answer=[["?"]])
 # round 0: wrong on the example (keeps both cells) and crashes on the new input (one cell)
 V0 = "def transform(table):\n    return [[r[0], r[1]] for r in table]"

@@ -20,14 +20,20 @@ import hashlib
 import json
 from collections import Counter
 
+from cases import Example
+
 from . import prompts as _prompts
 from .backends.base import Feedback, Task
-from .prompts import direct_messages, feedback_from_run, fix_messages, write_messages
+from .prompts import direct_messages, feedback_for_values, feedback_from_run, fix_messages, write_messages
 
 
 def record_task(record: dict) -> Task:
+    """The task of a record (version 4, or the one-table task of a version 2 or 3 record)."""
     t = record["task"]
-    return Task(record["case_id"], t["input_table"], t["output_table"], t["test_table"])
+    if "input_table" in t:
+        return Task.from_tables(record["case_id"], t["input_table"], t["output_table"], t["test_table"])
+    return Task(record["case_id"], tuple(Example(e["input"], e["output"]) for e in t["examples"]), t["test_input"],
+                t.get("value_type", "table"), t.get("entry", "transform"))
 
 
 def _as_chain(sample) -> list[dict]:
@@ -55,6 +61,8 @@ def round_feedback(task: Task, rnd: dict):
     """The repair feedback a round produced (what the next FIX prompt shows); None when it passed
     the public example and ran on the new input. The rollout builds its feedback here too."""
     visible, test = rnd.get("visible") or {}, rnd.get("test") or {}
+    if not task.one_table_example:
+        return _values_feedback(task, rnd, visible, test)
     if visible.get("error") == "parse":  # no program: nothing ran on the new input either
         return feedback_from_run(task.output_table, None, "parse", visible.get("message") or "")
     crashed = (test.get("error") or "crash") if not test.get("ok") else None  # visible: needs no answer
@@ -62,6 +70,22 @@ def round_feedback(task: Task, rnd: dict):
         return None
     return feedback_from_run(task.output_table, visible.get("output"), visible.get("error"),
                              visible.get("message") or "", crashed, test.get("message") or "")
+
+
+def _values_feedback(task: Task, rnd: dict, visible: dict, test: dict):
+    """``round_feedback`` for a task of any value: about the first example the program failed
+    (``visible_runs``; with one example, ``visible`` is its run)."""
+    if visible.get("error") == "parse":
+        return feedback_for_values(task, 0, None, "parse", visible.get("message") or "")
+    crashed = (test.get("error") or "crash") if not test.get("ok") else None
+    if rnd.get("visible_pass") and not crashed:
+        return None
+    runs = rnd.get("visible_runs") or [visible]
+    k = next((i for i, r in enumerate(runs) if r.get("error")), len(runs) - 1)
+    run = runs[k]
+    message = run.get("message", visible.get("message") if len(runs) == 1 else "") or ""
+    return feedback_for_values(task, k, run.get("output"), run.get("error"), message, crashed,
+                               test.get("message") or "")
 
 
 def round_messages(task: Task, chain: list[dict], i: int, repair_history: bool = False) -> list[dict]:
@@ -130,7 +154,7 @@ def _probe_rounds() -> list[dict]:
 def _probe_conversations() -> list:
     """Every prompt the rollout can build, for a small fixed task: direct, WRITE, and the FIX
     prompt after each probe round, with and without ``--repair-history``."""
-    task = Task("probe", [["1", "x"], ["2", "y"]], [["a", "b"], ["c", "d"]], [["3", "z"]])
+    task = Task.from_tables("probe", [["1", "x"], ["2", "y"]], [["a", "b"], ["c", "d"]], [["3", "z"]])
     chain = _probe_rounds()  # each one gets feedback: the rollout repairs only such rounds
     out: list = [direct_messages(task), write_messages(task), round_messages(task, chain, 0)]
     for i in range(1, len(chain) + 1):
@@ -143,16 +167,60 @@ def _probe_conversations() -> list:
     return out
 
 
-def prompt_digest() -> str:
+_VALUE_TEMPLATE_NAMES = ("SYSTEM_PROMPT_VALUES", "_WRITE_RULES_VALUES", "_PYTHON_FORM", "_DIRECT_ASK_VALUES",
+                         "_FIX_ASK_VALUES")
+
+
+def _probe_value_conversations() -> list:
+    """The value prompts (``Task.one_table_example`` false) for fixed probe tasks: a grid task with
+    two examples, a string task, a table task with two examples; each with the feedback of every
+    probe round."""
+    from cases import Example
+
+    tasks = [Task("probe_grid", (Example([[0, 7, 0]], [[7, 0, 0]]), Example([[0, 0, 5, 5]], [[0, 5, 5, 0]])),
+                  [[0, 0, 3]], "grid"),
+             Task("probe_str", (Example("ab c", "AB C"),), "x y", "json", "solve"),
+             Task("probe_tables", (Example([["a"]], [["A"]]), Example([["b", "c"]], [["B"]])), [["d"]])]
+    out: list = []
+    for task in tasks:
+        out += [direct_messages(task), write_messages(task)]
+        many = len(task.examples) > 1
+        for produced in ([[7, 0]], [[7, 0, 0], [1]], "AB", None):
+            run = {"ok": produced is not None, "error": None if produced is not None else "exception",
+                   "message": "" if produced is not None else "ValueError: x", "output": produced}
+            rnd = {"code": "def f(x):\n    return x", "visible": run, "test": {"ok": True}, "visible_pass": False,
+                   **({"visible_runs": [dict(run, ok=True, error=None, output=task.examples[0].output), run]}
+                      if many else {})}
+            out.append(round_messages(task, [rnd, {}], 1))
+        out.append(round_messages(task, [{"code": None, "visible": {"error": "parse", "message": "no code"}}, {}], 1))
+    return out
+
+
+def prompt_digest(values: bool = False) -> str:
     """The version of the prompt templates: the first ``PROMPT_DIGEST_CHARS`` hex digits of the
     sha256 of the template texts (system prompt, WRITE rules with the sandbox's allowed modules,
     the FIX request, the feedback caps) and of every prompt the rollout builds for a fixed probe
     task (``_probe_conversations``: each wording of the direct, WRITE and FIX prompts and of the
     repair feedback). It changes when any text that reaches a prompt changes, and is the same in
-    every process (JSON with sorted keys; no salted hash)."""
+    every process (JSON with sorted keys; no salted hash).
+
+    ``values``: the version of the prompts of tasks that are not one example of tables
+    (``Task.one_table_example``): the table templates and probes with the value templates and
+    probes (``_probe_value_conversations``). A record names the version its own prompts came from,
+    so a Foofah record's is the table templates' alone."""
     texts = {name: getattr(_prompts, name) for name in _TEMPLATE_NAMES}
-    blob = json.dumps({"templates": texts, "probes": _probe_conversations()}, ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:PROMPT_DIGEST_CHARS]
+    blob = {"templates": texts, "probes": _probe_conversations()}
+    if values:
+        blob["value_templates"] = {name: getattr(_prompts, name) for name in _VALUE_TEMPLATE_NAMES}
+        blob["value_probes"] = _probe_value_conversations()
+    text = json.dumps(blob, ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:PROMPT_DIGEST_CHARS]
+
+
+def prompt_digest_of(task: Task, digests: dict[bool, str] | None = None) -> str:
+    """The digest of the templates ``task``'s prompts come from (``digests``: both, computed once)."""
+    values = not task.one_table_example
+    return digests[values] if digests is not None else prompt_digest(values)
 
 
 def prompt_version_note(records, today: str | None = None) -> str | None:
@@ -160,8 +228,9 @@ def prompt_version_note(records, today: str | None = None) -> str | None:
     (``prompt_digest()``), None when every record names today's: the viewer and the SFT export
     rebuild prompts from today's templates, which may then not be the prompts the model saw."""
     today = today or prompt_digest()
+    current = {today, prompt_digest(values=True)}  # a record of a value task names the value templates' version
     seen = Counter(r.get("prompts") for r in records)
-    if not seen or set(seen) == {today}:
+    if not seen or set(seen) <= current:
         return None
     rebuilt = f"today's prompt templates are {today}: rebuilt prompts may not be the ones the model saw"
     if set(seen) == {None}:

@@ -1,18 +1,19 @@
-"""How an attempt is judged: exact match against the hidden answer.
+"""How an attempt is judged: exact match against the hidden answer (``cases.values_equal``: tables
+cell for cell as strings, any other value by exact JSON equality).
 
 This is the only module of ``tracegen`` that reads ``Case.test_answer``; its output goes under a
 record's ``hidden`` key and nowhere else.
 """
 from __future__ import annotations
 
-from cases import Case, tables_equal
+from cases import Case, values_equal
 
 
-def exact(table: list[list[str]] | None, answer: list[list[str]] | None) -> bool | None:
+def exact(value, answer) -> bool | None:
     """True/False for a scored case, None when the case has no hidden answer."""
     if answer is None:
         return None
-    return table is not None and tables_equal(table, answer)
+    return value is not None and values_equal(value, answer)
 
 
 def hidden_block(case: Case, direct_table, round_outputs: list) -> dict:

@@ -256,6 +256,8 @@ def _export_attempt(part: dict, kind: str) -> dict:
     for k in ("model", "prompt"):
         if k in part:
             out[k] = part[k]
+    if "prompt" not in part and part.get("feedback"):  # a repair: what it was shown, read back as its feedback
+        out["prompt"] = part["feedback"]
     out["tokens"] = {"prompt": int(part.get("prompt_tokens") or 0),
                      "completion": int(part.get("completion_tokens") or 0)}
     lp = part.get("logprobs")

@@ -341,6 +341,14 @@ def _wrapper(body: str, where: str) -> str:
 # ----------------------------------------------------------------------------- code
 
 _DEFINES = re.compile(r"^(?:async\s+)?def\s+transform\s*\(|^transform\s*=", re.M)
+
+
+def _defines(entry: str) -> re.Pattern:
+    """What defines the entry function (``transform`` unless a task names another)."""
+    if entry == "transform":
+        return _DEFINES
+    name = re.escape(entry)
+    return re.compile(rf"^(?:async\s+)?def\s+{name}\s*\(|^{name}\s*=", re.M)
 _CODE_START = re.compile(r"^(?:import |from \S+ import |def |class |@|[A-Za-z_][A-Za-z0-9_]* *=[^=])")
 
 
@@ -352,11 +360,11 @@ def _compiles(code: str) -> bool:
         return False
 
 
-def _bare_code(text: str) -> str | None:
+def _bare_code(text: str, defines: re.Pattern = _DEFINES) -> str | None:
     """Code written without fences: from the code run holding ``def transform`` to the last line
     that still compiles, dropping prose before and after."""
     lines = text.splitlines()
-    at = next((i for i, ln in enumerate(lines) if _DEFINES.match(ln)), None)
+    at = next((i for i, ln in enumerate(lines) if defines.match(ln)), None)
     if at is None:
         return None
     start = at
@@ -428,14 +436,16 @@ def _helpers(code: str, earlier: list[str]) -> list[str]:
     return list(dict.fromkeys(src for _, _, src in sorted(taken.values())))
 
 
-def parse_code(text: str) -> Parsed:
-    """Find the ``transform`` program: the last fence that defines it (an alternative loses to
-    the main answer), with the helpers it uses from earlier fences; else bare code."""
+def parse_code(text: str, entry: str = "transform") -> Parsed:
+    """Find the ``transform`` program (``entry``: the function a task's programs define): the last
+    fence that defines it (an alternative loses to the main answer), with the helpers it uses from
+    earlier fences; else bare code."""
+    defines = _defines(entry)
     body, note = strip_thinking(text or "")
     if body is None:
         return Parsed(None, TRUNCATED_THINKING, note)
     fences = [f for f in _fences(body) if f[0] in ("", "python", "py", "python3")]
-    with_transform = [f for f in fences if _DEFINES.search(f[1])]
+    with_transform = [f for f in fences if defines.search(f[1])]
     if with_transform:
         leads, prev = {}, 0
         for f in fences:
@@ -446,7 +456,7 @@ def parse_code(text: str) -> Parsed:
         code = code.rstrip()
         notes = [x for x in (note,) if x]
         if len(with_transform) > 1:
-            notes.append(f"{'last' if main[-1] is with_transform[-1] else 'main'} of {len(with_transform)} blocks defining transform")
+            notes.append(f"{'last' if main[-1] is with_transform[-1] else 'main'} of {len(with_transform)} blocks defining {entry}")
         helpers = _helpers(code, [f[1] for f in fences if f[3] < start])
         if helpers:
             code = "\n\n".join(helpers + [code])
@@ -457,12 +467,12 @@ def parse_code(text: str) -> Parsed:
                 notes.append("does not compile")
             return Parsed(code, "repaired", "; ".join(notes))
         return Parsed(code, "ok", "; ".join(["fence"] + notes))
-    code = _bare_code(body)
+    code = _bare_code(body, defines)
     if code is not None:
         detail = "; ".join(x for x in ("bare code", note) if x)
         return Parsed(code, "ok" if _compiles(code) else "repaired", detail if _compiles(code) else detail + "; does not compile")
     if fences:
         names = sorted(set(re.findall(r"^def\s+(\w+)", "\n".join(f[1] for f in fences), re.M)))
-        why = f"code defines {', '.join(names)} but no transform" if names else "code block has no transform function"
+        why = f"code defines {', '.join(names)} but no {entry}" if names else f"code block has no {entry} function"
         return Parsed(None, "failed", why)
     return Parsed(None, "failed", "no code found")

@@ -1,5 +1,11 @@
 """Chat prompts for the three request kinds, and the repair feedback a fix prompt shows.
 
+A task of one example of string tables whose programs define ``transform`` (the Foofah shape,
+``Task.one_table_example``) gets the table prompts below, unchanged. Any other task (several
+examples, grids, strings, any JSON value, another entry function) gets the same three prompts
+worded for values: every example shown in order, grids one row per line (``value_text``), the
+direct answer asked in the examples' form, the program as ``def <entry>(<name>):``.
+
 * ``direct_messages``: answer with the output table as JSON.
 * ``write_messages``: write ``def transform(table):`` in one ```python block.
 * ``fix_messages``: the write conversation, the previous code as the model's own turn, then
@@ -18,6 +24,7 @@ import json
 from sandbox import allowed_modules
 
 from .backends.base import Feedback, Table, Task
+from .value_text import TYPE_WORDS, render_value, value_diff
 
 MAX_FEEDBACK_CHARS = 1500
 MAX_DIFF_ROWS = 6
@@ -48,7 +55,54 @@ def render_table(table: Table) -> str:
     return "[\n" + ",\n".join(rows) + "\n]"
 
 
+SYSTEM_PROMPT_VALUES = (
+    "You transform values by example. You are shown example inputs with their outputs, and a new "
+    "input that must be transformed the same way. Each value is {what}."
+)
+
+_WRITE_RULES_VALUES = (
+    "Write a Python function `{signature}` that takes an input value as shown (in Python: {python}) and "
+    "returns the output value in the same form. It must reproduce every example output exactly and work on "
+    "the new input too, so do not hard-code values from the examples. "
+    + "You may import only these standard-library modules: " + ", ".join(allowed_modules())
+    + "; do not read files or use the network. "
+    "Answer with the complete function in one ```python code block."
+)
+_PYTHON_FORM = {"table": "a list of rows, each a list of str", "grid": "a list of rows, each a list of int",
+                "json": "lists, dicts, str, int, float, bool or None, as JSON decodes it"}
+_DIRECT_ASK_VALUES = {
+    "table": "Answer with the output table only, as a JSON list of lists of strings, in one ```json code block.",
+    "grid": "Answer with the output grid only, one row per line with the numbers separated by spaces, in one "
+            "``` code block.",
+    "json": "Answer with the output value only, as JSON, in one ```json code block.",
+}
+_FIX_ASK_VALUES = "Fix the function. Answer with the complete corrected `{signature}` function in one ```python code block."
+
+
+def signature(task: Task) -> str:
+    """``def transform(table):`` for tables; ``def <entry>(grid):`` / ``def <entry>(x):`` otherwise."""
+    return f"def {task.entry}({TYPE_WORDS[task.value_type][1]}):"
+
+
+def _system(task: Task) -> str:
+    if task.one_table_example:
+        return SYSTEM_PROMPT
+    return SYSTEM_PROMPT_VALUES.format(what=TYPE_WORDS[task.value_type][0])
+
+
+def _values_block(task: Task) -> str:
+    parts, kind = [], task.value_type
+    many = len(task.examples) > 1
+    for i, ex in enumerate(task.examples, 1):
+        name = f"Example {i}" if many else "Example"
+        parts += [f"{name} input:\n{render_value(ex.input, kind)}", f"{name} output:\n{render_value(ex.output, kind)}"]
+    parts.append(f"New input:\n{render_value(task.test_input, kind)}")
+    return "\n\n".join(parts)
+
+
 def _task_block(task: Task) -> str:
+    if not task.one_table_example:
+        return _values_block(task)
     return (
         f"Example input:\n{render_table(task.input_table)}\n\n"
         f"Example output:\n{render_table(task.output_table)}\n\n"
@@ -58,6 +112,10 @@ def _task_block(task: Task) -> str:
 
 def direct_messages(task: Task) -> list[dict]:
     """Ask for the new input's output table as a JSON list of lists of strings."""
+    if not task.one_table_example:
+        user = (f"{_task_block(task)}\n\nApply the examples' transformation to the new input. "
+                f"{_DIRECT_ASK_VALUES[task.value_type]}")
+        return [{"role": "system", "content": _system(task)}, {"role": "user", "content": user}]
     user = (
         f"{_task_block(task)}\n\n"
         "Apply the example's transformation to the new input. Answer with the output table "
@@ -67,21 +125,27 @@ def direct_messages(task: Task) -> list[dict]:
 
 
 def write_messages(task: Task) -> list[dict]:
-    """Ask for a ``transform(table)`` program in one python block."""
-    user = f"{_task_block(task)}\n\n{_WRITE_RULES}"
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    """Ask for a ``transform(table)`` program (``<entry>(x)`` for values) in one python block."""
+    rules = _WRITE_RULES if task.one_table_example else _WRITE_RULES_VALUES.format(
+        signature=signature(task), python=_PYTHON_FORM[task.value_type])
+    user = f"{_task_block(task)}\n\n{rules}"
+    return [{"role": "system", "content": _system(task)}, {"role": "user", "content": user}]
 
 
 def describe_feedback(feedback: Feedback) -> str:
     """The user-turn text of a repair prompt: what went wrong, in words a model can act on."""
     message = _cap(feedback.message, MAX_FEEDBACK_CHARS)
     if feedback.error == "parse":
-        head = "Your answer did not contain a usable `def transform(table):` function."
+        head = f"Your answer did not contain a usable `{feedback.signature}` function."
     elif feedback.error == "wrong_output":
-        head = "The function ran on the example input, but its output differs from the example output."
+        head = ("The function ran on the example input, but its output differs from the example output."
+                if not feedback.example else
+                f"The function ran on example {feedback.example}, but its output differs from that example's output.")
     elif feedback.error == "new_input_crash":
         head = ("The function reproduces the example output, but running it on the new input failed "
                 f"(error: {feedback.test_error}).")
+    elif feedback.example:
+        head = f"Running the function on example {feedback.example}'s input failed (error: {feedback.error})."
     else:
         head = f"Running the function on the example input failed (error: {feedback.error})."
     text = f"{head}\n{message}" if message else head
@@ -108,12 +172,13 @@ def fix_messages(task: Task, previous_code: str, feedback: Feedback,
     ``history``: earlier (code, feedback) attempts, oldest first, shown before the latest one as
     alternating assistant and user turns (off by default so existing prompts and caches hold).
     """
+    ask = _FIX_ASK if task.one_table_example else _FIX_ASK_VALUES.format(signature=signature(task))
     turns: list[dict] = []
     for code, fb in history or []:
-        turns += [_code_turn(code), {"role": "user", "content": f"{describe_feedback(fb)}\n\n{_FIX_ASK}"}]
+        turns += [_code_turn(code), {"role": "user", "content": f"{describe_feedback(fb)}\n\n{ask}"}]
     return write_messages(task) + turns + [
         _code_turn(previous_code),
-        {"role": "user", "content": f"{describe_feedback(feedback)}\n\n{_FIX_ASK}"},
+        {"role": "user", "content": f"{describe_feedback(feedback)}\n\n{ask}"},
     ]
 
 
@@ -185,3 +250,29 @@ def feedback_from_run(expected: Table, produced: Table | None, error: str | None
                             test_error=test_error)
         return Feedback(error="none", message="The output matches the example output.", produced=produced)
     return Feedback(error="wrong_output", message=table_diff(expected, produced), produced=produced, **crash)
+
+
+def feedback_for_values(task: Task, example: int, produced, error: str | None, message: str,
+                        test_error: str | None = None, test_message: str = "") -> Feedback:
+    """``feedback_from_run`` for a task of any value (``Task.one_table_example`` false): the run on
+    example ``example`` (0-based; the first that failed, or the last when all passed) against that
+    example's output, the diff worded for the value type (``value_text.value_diff``)."""
+    sig = {"signature": signature(task), "example": example + 1 if len(task.examples) > 1 else 0}
+    crash = {"test_error": test_error, "test_message": _cap(test_message or "", MAX_FEEDBACK_CHARS)} if test_error else {}
+    expected = task.examples[example].output
+    if error == "wrong_output" and produced is not None:
+        error = None
+    if error:
+        return Feedback(error=error, message=_cap(message or "", MAX_FEEDBACK_CHARS), produced=produced, **crash, **sig)
+    if produced is None:
+        return Feedback(error="bad_output", message=_cap(message or "the function returned no value", MAX_FEEDBACK_CHARS),
+                        **crash, **sig)
+    from cases import values_equal
+
+    if values_equal(produced, expected):
+        if crash:
+            return Feedback(error="new_input_crash", message=crash["test_message"], produced=produced,
+                            test_error=test_error, **sig)
+        return Feedback(error="none", message="The output matches the example output.", produced=produced, **sig)
+    diff = value_diff(expected, produced, task.value_type, MAX_DIFF_ROWS, MAX_ROW_CHARS)
+    return Feedback(error="wrong_output", message=_cap(diff, MAX_FEEDBACK_CHARS), produced=produced, **crash, **sig)

@@ -12,9 +12,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-SCHEMA_VERSION = 3  # v3: optional per-generation ``logprobs`` and ``parse.wrapper``
-READABLE_VERSIONS = (1, 2, 3)  # version 1 records are upgraded on read (``upgrade_record``);
-# a version 2 record is a valid version 3 record as it is (it lacks only the optional fields)
+SCHEMA_VERSION = 4  # v4: tasks over any JSON value with several examples, ``feedback`` on every round
+READABLE_VERSIONS = (1, 2, 3, 4)  # versions 1 to 3 are upgraded to 4 on read (``upgrade_record``)
 _SCHEMA_PATH = Path(__file__).parent / "schemas" / "trace.schema.json"
 
 
@@ -58,22 +57,38 @@ def _validator():
 
 
 def upgrade_record(record: dict) -> dict:
-    """A version-1 record as version 2 (a new dict; version-2 records come back unchanged).
+    """A record of an earlier version as version 4 (a new dict; version-4 records come back as they are).
 
     Version 1 held the chain of sample 0 in ``rounds`` (kept as is) and, with ``--program-samples``
     k > 1, a flat ``samples`` list of extra WRITE rounds with ``hidden.samples`` aligned. Version 2
     holds a chain per extra sample, so each v1 sample becomes a one-round chain, and
     ``sample_repairs = 0`` says those samples were never repaired (FIX on them is not in the trace).
-    """
-    if record.get("schema_version") != 1:
+    Versions 2 and 3 held one example of string tables (``task.input_table/output_table/test_table``)
+    and the direct answer as ``direct.table``: version 4 holds ``task.examples`` (here one),
+    ``task.test_input``, ``value_type`` "table", ``entry`` "transform", and ``direct.value``. Their
+    rounds get no ``feedback`` (what they were shown was not recorded)."""
+    version = record.get("schema_version")
+    if version == 1:
+        out = dict(record, schema_version=2)
+        if "samples" in record:
+            out["samples"] = [[r] for r in record["samples"]]
+            out["sample_repairs"] = 0
+            hidden = dict(record["hidden"])
+            hidden["samples"] = [[h] for h in hidden.get("samples", [])]
+            out["hidden"] = hidden
+        record, version = out, 2
+    if version not in (2, 3):
         return record
-    out = dict(record, schema_version=2)
-    if "samples" in record:
-        out["samples"] = [[r] for r in record["samples"]]
-        out["sample_repairs"] = 0
-        hidden = dict(record["hidden"])
-        hidden["samples"] = [[h] for h in hidden.get("samples", [])]
-        out["hidden"] = hidden
+    out = {}
+    for key, value in record.items():  # keys keep their places
+        if key == "schema_version":
+            value = SCHEMA_VERSION
+        elif key == "task" and isinstance(value, dict) and "input_table" in value:
+            value = {"examples": [{"input": value["input_table"], "output": value["output_table"]}],
+                     "test_input": value["test_table"], "value_type": "table", "entry": "transform"}
+        elif key == "direct" and isinstance(value, dict) and "table" in value:
+            value = {("value" if k == "table" else k): v for k, v in value.items()}
+        out[key] = value
     return out
 
 
@@ -102,7 +117,10 @@ def assign_splits(records: list[dict], split_families: dict, probe_case_ids=(), 
 
 
 def validate_record(record: dict) -> None:
-    """Raise ``TraceFileError`` with the first schema violation."""
+    """Raise ``TraceFileError`` with the first schema violation (a version 2 or 3 record is checked as
+    the version-4 record it reads as: ``upgrade_record``; a version 1 record must be upgraded first)."""
+    if record.get("schema_version") in (2, 3):
+        record = upgrade_record(record)
     errors = sorted(_validator().iter_errors(record), key=lambda e: list(e.path))
     if errors:
         e = errors[0]
@@ -178,7 +196,7 @@ def repair_torn_tail(path: str | Path) -> int:
 def read_traces(path: str | Path, *, validate: bool = True, warn=print) -> list[dict]:
     """Read every complete record; a torn last line is dropped with a message.
 
-    Version-1 records come back upgraded to version 2. Raises ``TraceFileError`` for a record of another schema version or a corrupt line that is
+    Records of versions 1 to 3 come back upgraded to version 4. Raises ``TraceFileError`` for a record of another schema version or a corrupt line that is
     not the last one (that is not a crash artefact, and silently skipping it would lose data).
     """
     path = Path(path)
@@ -216,11 +234,38 @@ def read_traces(path: str | Path, *, validate: bool = True, warn=print) -> list[
     return records
 
 
+# Reading a record's task and direct answer: version 4, or a version 2/3 record a caller built
+# by hand (records read from disk are upgraded already; these accept both so no reader cares).
+
+def task_examples(record: dict) -> list[tuple]:
+    """(input, output) of every public example."""
+    t = record["task"]
+    if "input_table" in t:
+        return [(t["input_table"], t["output_table"])]
+    return [(e["input"], e["output"]) for e in t["examples"]]
+
+
+def task_test_input(record: dict):
+    t = record["task"]
+    return t["test_table"] if "input_table" in t else t["test_input"]
+
+
+def task_value_type(record: dict) -> str:
+    return record["task"].get("value_type", "table")
+
+
+def direct_value(record: dict):
+    """The parsed direct answer (None when none was read)."""
+    d = record.get("direct") or {}
+    return d["value"] if "value" in d else d.get("table")
+
+
 def case_of_record(record: dict):
     """The case a record was traced from, out of the record alone (its task and ``hidden.answer``):
     a re-analysis reads no case file. ``meta`` is left empty (nothing analysed reads it)."""
-    from cases import Case
+    from cases import Case, Example
 
-    t = record["task"]
-    return Case(record["case_id"], record["family"], t["input_table"], t["output_table"], t["test_table"],
-                record["hidden"]["answer"])
+    task = record["task"]
+    return Case(record["case_id"], record["family"], tuple(Example(i, o) for i, o in task_examples(record)),
+                task_test_input(record), record["hidden"]["answer"], value_type=task_value_type(record),
+                entry=task.get("entry", "transform"))

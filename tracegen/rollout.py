@@ -4,8 +4,12 @@ For each chunk of ``wave_size`` cases: one wave of direct prompts, then one wave
 programs (WRITE) for every program sample j < ``program_samples`` of every case, then one wave per
 repair round (FIX) for the (case, sample) chains whose program still fails the public example:
 one backend call per wave across cases and samples. The record holds the whole tree: sample 0's
-chain in ``rounds`` and, with K > 1, samples 1..K-1's chains in ``samples`` (schema v2). Every parsed program runs twice in the sandbox (public example, new input) in
-one batch per wave, streamed (``Sandbox.iter_many``). Records are appended in case order once their chunk is done.
+chain in ``rounds`` and, with K > 1, samples 1..K-1's chains in ``samples`` (schema v2). Every
+parsed program runs in the sandbox on every public example and on the new input, in one batch per
+wave, streamed (``Sandbox.iter_many``, with the task's value type as the sandbox kind and its entry
+function); it passes when it reproduces every example (``cases.values_equal``). Each round records
+the repair feedback its prompt showed (``feedback``, schema v4). Records are appended in case order
+once their chunk is done.
 
 Memory: a program's output may be 4 MiB of JSON (``sandbox.OutputLimits``), which decodes to tens of MB
 of ``str`` objects. Each output is graded as it arrives, then kept only as JSON text in an unnamed
@@ -40,16 +44,18 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from cases import Case, tables_equal
+from cases import Case, values_equal
 
 from .backends import Backend, GenerationRequest, Task
-from .conversations import prompt_digest, round_feedback, round_messages
+from .parsing import Parsed
+from .conversations import prompt_digest, prompt_digest_of, round_feedback, round_messages
 from common.errors import check
 from .grading import hidden_block
 from .importfile import GIVEN
-from .parsing import Parsed, parse_code, parse_table
+from .parse_values import parse_answer
+from .parsing import parse_code
 from .progress import Progress
-from .prompts import direct_messages, write_messages
+from .prompts import describe_feedback, direct_messages, write_messages
 from .records import SCHEMA_VERSION, append_record, reorder_records
 
 
@@ -160,7 +166,11 @@ def _loaded(rnd: dict) -> dict:
     """``rnd`` with its outputs decoded (a copy; keys keep their order, so records are byte for byte
     what they were when rounds held the decoded outputs)."""
     out = dict(rnd, visible=dict(rnd["visible"]))
-    for holder, key in ((out, "test_output"), (out["visible"], "output")):
+    holders = [(out, "test_output"), (out["visible"], "output")]
+    if "visible_runs" in rnd:
+        out["visible_runs"] = [dict(r) for r in rnd["visible_runs"]]
+        holders += [(r, "output") for r in out["visible_runs"]]
+    for holder, key in holders:
         if isinstance(holder.get(key), _Stored):
             holder[key] = holder[key].load()
     return out
@@ -230,7 +240,7 @@ def _answers(backend: Backend, reqs: list[GenerationRequest], gens: _Generations
 
 
 def _task(case: Case) -> Task:
-    return Task(case.case_id, case.input_table, case.output_table, case.test_table)
+    return Task.of_case(case)
 
 
 def _run_dict(result, *, with_output: bool) -> dict:
@@ -254,10 +264,10 @@ def _direct_wave(backend: Backend, attempts: list[_Attempt], gens: _Generations 
     reqs = [GenerationRequest("direct", direct_messages(a.task), a.task) for a in attempts]
     for i, comp in _answers(backend, reqs, gens):
         a = attempts[i]
-        parsed = _parsed(comp, "direct")
+        parsed = _parsed(comp, a.task, "direct")
         a.direct = {
             "raw": comp.text,
-            "table": parsed.value if parsed.status != "failed" else None,
+            "value": parsed.value if parsed.status != "failed" else None,
             "parse": {"status": parsed.status, "detail": parsed.detail,
                       **({"wrapper": parsed.wrapper} if parsed.wrapper else {})},
             "prompt_tokens": comp.prompt_tokens,
@@ -270,7 +280,7 @@ def _direct_wave(backend: Backend, attempts: list[_Attempt], gens: _Generations 
         _provenance_into(a.direct, comp)
 
 
-def _parsed(comp, kind: str) -> Parsed:
+def _parsed(comp, task: Task, kind: str) -> Parsed:
     """The answer (``kind`` "direct") or program of a completion: parsed from its text as every
     model's output is, taken as it is when the backend gives it parsed (``Completion.given``), or
     nothing when the backend recorded none (``Completion.absent``)."""
@@ -279,7 +289,7 @@ def _parsed(comp, kind: str) -> Parsed:
     given = getattr(comp, "given", None)
     if given is not None:
         return Parsed(given[0], GIVEN, "recorded as parsed")
-    return parse_table(comp.text) if kind == "direct" else parse_code(comp.text)
+    return _parse_direct(task, comp) if kind == "direct" else parse_code(comp.text, task.entry)
 
 
 def _timed(comp) -> dict:
@@ -288,9 +298,33 @@ def _timed(comp) -> dict:
 
 
 def _provenance_into(part: dict, comp) -> None:
-    """Where a recorded output came from (``model``, ``prompt``), when its backend says."""
-    for k, v in (getattr(comp, "provenance", None) or {}).items():
-        part[k] = v
+    """Where an output made elsewhere came from (``model``, ``prompt``), when its backend says so
+    (``Completion.provenance`` not None: the imported backend). Such a repair was shown its
+    recorded prompt, not the feedback this rollout would write: ``feedback`` is that prompt's text
+    (a chat's last user message), or null when none was recorded."""
+    prov = getattr(comp, "provenance", None)
+    if prov is None:
+        return
+    part.update(prov)
+    if part.get("kind") == "fix":
+        part["feedback"] = _prompt_text(prov["prompt"]) if "prompt" in prov else None
+
+
+def _prompt_text(prompt) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    users = [m["content"] for m in prompt if m.get("role") == "user"]
+    return users[-1] if users else prompt[-1]["content"]
+
+
+DECLINED = "declined"  # a backend's finish_reason (and then the parse status) for a task it does not attempt
+
+
+def _parse_direct(task: Task, comp):
+    """The direct answer read against the examples' value type; a declined task holds none."""
+    if comp.finish_reason == DECLINED:
+        return Parsed(None, DECLINED, comp.text or "the backend does not attempt this task")
+    return parse_answer(comp.text, task.value_type, task.examples[0].output)
 
 
 def _logprobs_into(part: dict, comp) -> None:
@@ -301,44 +335,79 @@ def _logprobs_into(part: dict, comp) -> None:
         part["logprobs"] = dict(lp)
 
 
+def _job(code: str, x, task: Task) -> tuple:
+    """A sandbox item: ``(code, x)`` for tables defining ``transform`` (the sandbox's default), else
+    with the task's value type as the kind and its entry function."""
+    if task.value_type == "table" and task.entry == "transform":
+        return code, x
+    return code, x, task.value_type, task.entry
+
+
 def _check_programs(sandbox, attempts: list[_Attempt], reqs: list[GenerationRequest], comps: list,
                     cfg: RolloutConfig) -> list[dict]:
-    """Run each completion's program on the public example and the new input in one sandbox
+    """Run each completion's program on every public example and on the new input in one sandbox
     batch, and return its round dict per request (outputs as ``_Stored``).
 
-    Results are streamed: a program's round is built as soon as both its runs are in, then its
+    Results are streamed: a program's round is built as soon as all its runs are in, then its
     outputs go to the chunk's ``_Outputs`` and only the handles stay."""
-    parsed = [_parsed(c, "program") for c in comps]
-    jobs, owners = [], []
+    parsed = [_parsed(c, a.task, "program") for a, c in zip(attempts, comps)]
+    jobs, owners = [], []  # owners[j]: (request index, run slot); the new input's run is the last slot
     for i, (a, p) in enumerate(zip(attempts, parsed)):
         if p.value is not None:  # "failed" and "truncated_thinking" hold no program
-            jobs += [(p.value, a.case.input_table), (p.value, a.case.test_table)]
-            owners.append(i)
+            inputs = [ex.input for ex in a.task.examples] + [a.task.test_input]
+            jobs += [_job(p.value, x, a.task) for x in inputs]
+            owners += [(i, slot) for slot in range(len(inputs))]
     out: list = [None] * len(comps)
-    pending: dict[int, object] = {}  # the first run of a program whose other run is not in yet
+    pending: dict[int, dict] = {}  # request index -> the runs in so far, by slot
     for j, res in (sandbox.iter_many(jobs, timeout_s=cfg.exec_timeout_s, memory_mb=cfg.memory_mb) if jobs else ()):
-        other = pending.pop(j ^ 1, None)
-        if other is None:
-            pending[j] = res
+        i, slot = owners[j]
+        runs = pending.setdefault(i, {})
+        runs[slot] = res
+        if len(runs) < len(attempts[i].task.examples) + 1:
             continue
-        vis_res, test_res = (res, other) if j % 2 == 0 else (other, res)
-        i = owners[j // 2]
-        out[i] = _round(attempts[i], reqs[i], comps[i], parsed[i], vis_res, test_res)
-        del res, other, vis_res, test_res
+        del pending[i]
+        n = len(runs) - 1
+        out[i] = _round(attempts[i], reqs[i], comps[i], parsed[i], [runs[k] for k in range(n)], runs[n])
+        del res, runs
     for i, (a, req, comp, p) in enumerate(zip(attempts, reqs, comps, parsed)):
         if out[i] is None:
             out[i] = _round(a, req, comp, p, None, None)
     return out
 
 
-def _round(a: _Attempt, req: GenerationRequest, comp, p, vis_res, test_res) -> dict:
-    """The round dict of one completion from its two runs (None, None: no program was found)."""
-    if vis_res is not None:
-        visible, test = _run_dict(vis_res, with_output=True), _run_dict(test_res, with_output=False)
-        passed = vis_res.ok and tables_equal(vis_res.output, a.case.output_table)
-        if vis_res.ok and not passed:
-            visible["error"], visible["message"] = "wrong_output", "output differs from the public example"
+def _visible(a: _Attempt, results: list) -> tuple[dict, list[dict] | None, bool]:
+    """(the summary run over every public example, the per-example runs when there are several,
+    passed): ``ok`` only when every run ran, the first failure's error and message, times summed;
+    the output is the first failing example's (the one the feedback is about), else the first's."""
+    examples, one = a.task.examples, len(a.task.examples) == 1
+    runs = []
+    for ex, res in zip(examples, results):
+        run = _run_dict(res, with_output=True)
+        if res.ok and not values_equal(res.output, ex.output):
+            run["error"], run["message"] = "wrong_output", "output differs from the public example"
+        runs.append(run)
+    passed = all(r["ok"] and r["error"] is None for r in runs)
+    if one:
+        return runs[0], None, passed
+    k = next((k for k, r in enumerate(runs) if r["error"] is not None), 0)
+    first = runs[k]
+    message = first["message"] if passed else f"example {k + 1} of {len(runs)}: {first['message']}"
+    visible = {"ok": all(r["ok"] for r in runs), "error": first["error"], "message": message,
+               "wall_ms": round(sum(r["wall_ms"] for r in runs), 3), "output": first["output"]}
+    return visible, [{"ok": r["ok"], "error": r["error"], "message": r["message"], "wall_ms": r["wall_ms"],
+                      "output": r["output"]} for r in runs], passed
+
+
+def _round(a: _Attempt, req: GenerationRequest, comp, p, vis_results, test_res) -> dict:
+    """The round dict of one completion from its runs (None, None: no program was found)."""
+    runs = None
+    if vis_results is not None:
+        visible, runs, passed = _visible(a, vis_results)
+        test = _run_dict(test_res, with_output=False)
         visible["output"] = a.outputs.put(visible["output"])
+        if runs is not None:
+            for r in runs:
+                r["output"] = a.outputs.put(r["output"])
         test_output = a.outputs.put(test_res.output) if test_res.ok else None
     else:
         msg = f"no program found in the answer: {p.detail}"
@@ -346,7 +415,9 @@ def _round(a: _Attempt, req: GenerationRequest, comp, p, vis_res, test_res) -> d
         test = {"ok": False, "error": "parse", "message": msg, "wall_ms": 0.0}
         passed, test_output = False, None
     rnd = {
-        "round": req.round, "kind": req.kind, "raw": comp.text,
+        "round": req.round, "kind": req.kind,
+        "feedback": describe_feedback(req.feedback) if req.feedback is not None else None,
+        "raw": comp.text,
         "code": p.value,
         "parse": {"status": p.status, "detail": p.detail},
         "visible": visible, "visible_pass": passed, "test": test, "test_output": test_output,
@@ -354,6 +425,8 @@ def _round(a: _Attempt, req: GenerationRequest, comp, p, vis_res, test_res) -> d
         **_timed(comp), "finish_reason": comp.finish_reason,
         "search_nodes": int(comp.search_nodes),
     }
+    if runs is not None:
+        rnd["visible_runs"] = runs
     _logprobs_into(rnd, comp)
     _provenance_into(rnd, comp)
     return rnd
@@ -414,8 +487,8 @@ def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig, prompts: str) -> 
         "case_id": a.case.case_id, "family": a.case.family, "split": a.split,
         "backend": backend.name, "model": backend.model_name, "max_repairs": cfg.max_repairs,
         "prompts": prompts,
-        "task": {"input_table": a.case.input_table, "output_table": a.case.output_table,
-                 "test_table": a.case.test_table},
+        "task": {"examples": [{"input": e.input, "output": e.output} for e in a.case.examples],
+                 "test_input": a.case.test_input, "value_type": a.case.value_type, "entry": a.case.entry},
         "direct": a.direct, "rounds": chains[0],
         "totals": {
             "prompt_tokens": sum(p["prompt_tokens"] for p in parts),
@@ -424,7 +497,7 @@ def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig, prompts: str) -> 
                else {}),
             "sandbox_ms": round(sum(r["visible"]["wall_ms"] + r["test"]["wall_ms"] for r in programs), 3),
         },
-        "hidden": hidden_block(a.case, a.direct["table"], [r["test_output"] for r in chains[0]]),
+        "hidden": hidden_block(a.case, a.direct["value"], [r["test_output"] for r in chains[0]]),
     }
     if cfg.program_samples > 1:
         record["samples"] = chains[1:]
@@ -459,8 +532,8 @@ def trace_cases(cases: list[Case], split_of: dict[str, str], backend: Backend, s
     chunk = _attempts(cases, split_of, cfg)
     try:
         _trace(chunk, backend, sandbox, cfg, on_progress, on_generations, on_decoding)
-        prompts = prompt_digest()
-        return [_record(a, backend, cfg, prompts) for a in chunk]
+        digests = {False: prompt_digest(), True: prompt_digest(values=True)}
+        return [_record(a, backend, cfg, prompt_digest_of(a.task, digests)) for a in chunk]
     finally:
         if chunk:
             chunk[0].outputs.close()
@@ -538,7 +611,8 @@ def rollout(cases: list[Case], split_of: dict[str, str], backend: Backend, sandb
     error goes on (see the module docstring)."""
     todo = [c for c in cases if c.case_id not in done_ids]
     t0, written, visible_passes = time.monotonic(), 0, 0
-    prompts = prompt_digest()  # once: every record of this run names the templates its prompts came from
+    # once: every record of this run names the templates its prompts came from
+    digests = {False: prompt_digest(), True: prompt_digest(values=True)}
     bar = Progress(len(todo), "tracing", enabled=cfg.progress, every=cfg.progress_every,
                    eta_after=min(cfg.wave_size, len(todo)))
     waves = -(-len(todo) // cfg.wave_size)
@@ -567,7 +641,7 @@ def rollout(cases: list[Case], split_of: dict[str, str], backend: Backend, sandb
                 with _signals_held():  # the whole chunk, or when it stopped its finished cases, in case order
                     kept = [a for a in chunk if _finished(a, cfg)] if stopped else chunk
                     for a in kept:
-                        write(_record(a, backend, cfg, prompts))
+                        write(_record(a, backend, cfg, prompt_digest_of(a.task, digests)))
                     if chunk:
                         chunk[0].outputs.close()
                 if stopped:

@@ -70,7 +70,7 @@ def build_prompts(n: int, max_prompt_chars: int) -> list[list[dict]]:
     order = [cs[d] for d in range(max(len(v) for v in by_family.values())) for cs in by_family.values() if d < len(cs)]
     out = []
     for c in order:
-        task = Task(c.case_id, c.input_table, c.output_table, c.test_table)
+        task = Task.from_tables(c.case_id, c.input_table, c.output_table, c.test_table)
         msgs = (direct_messages if len(out) % 2 == 0 else write_messages)(task)
         if sum(len(m["content"]) for m in msgs) <= max_prompt_chars:
             out.append(msgs)

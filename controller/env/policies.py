@@ -100,8 +100,9 @@ class DirectIfShapeFits(_PerState):
 
     def choose(self, s: State) -> str:
         f = s.features
-        if s.revealed == 0 and f["direct_parsed"] and f["direct_cols_match_example"] \
-                and abs(f["direct_rows_vs_ratio"]) < 1e-9:
+        # a task whose values have no rows or columns has no such features: never a shape fit
+        if s.revealed == 0 and f["direct_parsed"] and f.get("direct_cols_match_example", 0.0) \
+                and abs(f.get("direct_rows_vs_ratio", 1.0)) < 1e-9:
             return "DIRECT"
         return AlwaysTool.choose(self, s)
 

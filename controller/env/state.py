@@ -211,36 +211,96 @@ def valid_actions(view: dict) -> tuple[str, ...]:
 
 
 def _shape(t) -> tuple[int, int]:
-    if not t:
+    """(rows, widest row) of a 2-D value; (length, 0) of a flat list; (0, 0) of anything else."""
+    if not t or type(t) is not list:
         return 0, 0
+    if not all(type(r) is list for r in t):
+        return len(t), 0
     return len(t), max((len(r) for r in t), default=0)
 
 
 def _agreement(a, b) -> float:
     """Share of cells equal at the same position (0 when either is missing)."""
-    if not a or not b:
+    if not a or not b or type(a) is not list or type(b) is not list:
         return 0.0
+    a, b = _rows(a), _rows(b)
     total = max(len(a), len(b)) * max(max(len(r) for r in a), max(len(r) for r in b), 1)
     same = sum(1 for ra, rb in zip(a, b) for x, y in zip(ra, rb) if x == y)
     return same / total if total else 0.0
 
 
+def _rows(v: list) -> list:
+    """A 2-D value's rows; a flat list as its one row."""
+    return v if all(type(r) is list for r in v) else [v]
+
+
 def _coverage(table, source) -> float:
     """Share of a table's cells that appear verbatim in the source table (copy-like answers)."""
-    cells = [c for r in (table or []) for c in r]
+    if type(table) is not list or type(source) is not list:
+        return 0.0
+    cells = [c for r in _rows(table) for c in r]
     if not cells:
         return 0.0
-    pool = {c for r in source for c in r}
+    pool = {json.dumps(c) if type(c) in (list, dict) else c for r in _rows(source) for c in r}
+    cells = [json.dumps(c) if type(c) in (list, dict) else c for c in cells]
     return sum(c in pool for c in cells) / len(cells)
 
 
+def _geometry(view: dict) -> tuple[int, int, int, int, int, int, int]:
+    """(dims, example input rows, example output rows, example input cols, example output cols,
+    examples, predicted output cols) of a task: the visible arithmetic the shape features compare
+    against (rows and cols summed over the examples). ``dims``: 2 when every value
+    of the task is 2-D (tables and grids always), 1 when every one is at least a flat list, else 0.
+    Several examples pool their rows (one example: its own ratios, as ever); the predicted output
+    width is the width every example output shares, else the new input's when every example keeps
+    its input's width, else the first example's."""
+    from tracegen.records import task_examples, task_test_input, task_value_type
+
+    examples, test_in = task_examples(view), task_test_input(view)
+    dims = 2 if task_value_type(view) in ("table", "grid") else _dims([test_in, *(v for e in examples for v in e)])
+    ins, outs = [_shape(x) for x, _ in examples], [_shape(y) for _, y in examples]
+    eir, eor = sum(r for r, _ in ins), sum(r for r, _ in outs)
+    eic, eoc = sum(c for _, c in ins), sum(c for _, c in outs)
+    tic = _shape(test_in)[1]
+    widths = {c for _, c in outs}
+    want_cols = outs[0][1] if len(widths) == 1 else (
+        tic if all(o[1] == i[1] for o, i in zip(outs, ins)) else outs[0][1])
+    return dims, eir, eor, eic, eoc, len(ins), want_cols
+
+
+def _dims(values) -> int:
+    from cases import shape
+
+    shapes = [shape(v) for v in values]
+    return 0 if any(s is None for s in shapes) else min(len(s) for s in shapes)
+
+
+# Shape features (``_features``): ABSENT (not 0) from a state whose task values have no rows
+# (strings, numbers, objects: ``dims`` 0), the column ones also where they have no columns (flat
+# lists: ``dims`` 1); everything else about a state is defined for any value.
+COL_FEATURES = frozenset((
+    "direct_cols_match_example", "example_cols_ratio", "prog_cols_match_example", "commit_cols_match_example",
+    "alt_cols_match_example"))
+ROW_FEATURES = frozenset((
+    "direct_rows_vs_ratio", "example_rows_ratio", "test_rows_vs_example", "prog_rows_vs_ratio",
+    "commit_rows_vs_ratio", "alt_rows_vs_ratio", "direct_copy_coverage", "prog_copy_coverage",
+    "prog_direct_agreement", "commit_direct_agreement", "alt_direct_agreement"))
+
+
+def absent_features(dims: int) -> frozenset:
+    """The shape features a task of ``dims`` (``_geometry``) has none of."""
+    return frozenset() if dims >= 2 else COL_FEATURES | (ROW_FEATURES if dims == 0 else frozenset())
+
+
 def _features(view: dict) -> dict[str, float]:
-    task = view["task"]
-    ex_in, ex_out, test_in = task["input_table"], task["output_table"], task["test_table"]
-    (eir, eic), (eor, eoc), (tir, _) = _shape(ex_in), _shape(ex_out), _shape(test_in)
-    direct = view["direct"]["table"]
+    from tracegen.records import direct_value, task_test_input
+
+    dims, eir, eor, eic, eoc_sum, n, eoc = _geometry(view)
+    test_in = task_test_input(view)
+    tir = _shape(test_in)[0]
+    direct = direct_value(view)
     dr, dc = _shape(direct)
-    # the row count the example's in->out ratio predicts for the new input (visible arithmetic)
+    # the row count the examples' in->out ratio predicts for the new input (visible arithmetic)
     want_rows = tir * eor / eir if eir else 0.0
     f = {
         "direct_parsed": float(direct is not None),
@@ -250,8 +310,8 @@ def _features(view: dict) -> dict[str, float]:
         "direct_cols_match_example": float(dc == eoc),
         "direct_copy_coverage": _coverage(direct, test_in),
         "example_rows_ratio": eor / eir if eir else 0.0,
-        "example_cols_ratio": eoc / eic if eic else 0.0,
-        "test_rows_vs_example": tir / eir if eir else 0.0,
+        "example_cols_ratio": eoc_sum / eic if eic else 0.0,
+        "test_rows_vs_example": tir * n / eir if eir else 0.0,  # over the examples' mean input rows
         "revealed": float(len(view["rounds"])),
         "repairs_left": float(view["repairs"][len(view["chains"]) - 1 if view["chains"] else 0]
                               - max(len(view["rounds"]) - 1, 0)) if view["repairs"] else 0.0,  # []: no program
@@ -278,6 +338,9 @@ def _features(view: dict) -> dict[str, float]:
             f[f"err_{e}"] = float(last["visible"]["error"] == e)
     f.update(_tree_features(view, direct))
     f.update(_logprob_features(view))
+    for name in absent_features(dims):
+        f.pop(name, None)
+    f["_dims"] = dims  # read by visible_state, never a feature
     return f
 
 
@@ -326,8 +389,10 @@ def _tree_features(view: dict, direct) -> dict[str, float]:
 def _alt_features(view: dict, commit, direct, n_passing: int) -> dict[str, float]:
     """The commit's and the runner-up output's visible shape checks, so a learner can judge
     ``PROGRAM:j`` (the first alternative) against ``PROGRAM``. Zero when there is no alternative."""
-    task = view["task"]
-    (eir, _), (eor, eoc), (tir, _) = _shape(task["input_table"]), _shape(task["output_table"]), _shape(task["test_table"])
+    from tracegen.records import task_test_input
+
+    _, eir, eor, _, _, _, eoc = _geometry(view)
+    tir = _shape(task_test_input(view))[0]
     want_rows = tir * eor / eir if eir else 0.0
 
     def shape_checks(out):
@@ -390,6 +455,14 @@ def _round_status(r: dict) -> str:
     return "pass" if r["visible_pass"] else (r["visible"]["error"] or "fail")
 
 
+def _num(features: dict, name: str, fmt: str) -> str:
+    """A feature as ``render`` writes it; "na" where the task's values have no such shape (absent)."""
+    if name not in features:
+        return "na"
+    v = features[name]
+    return format(int(v), fmt) if fmt == "d" else format(v, fmt)
+
+
 def render(view: dict, features: dict[str, float], valid: tuple[str, ...]) -> str:
     """A compact text rendering of the state for a language-model controller.
 
@@ -398,8 +471,9 @@ def render(view: dict, features: dict[str, float], valid: tuple[str, ...]) -> st
     rounds = view["rounds"]
     lines = [f"direct: {'parsed' if features['direct_parsed'] else 'unparsed'}"
              f"{' cut_off' if features['direct_cut_off'] else ''}"
-             f" cols_match={int(features['direct_cols_match_example'])}"
-             f" rows_off={features['direct_rows_vs_ratio']:+.1f} copy={features['direct_copy_coverage']:.1f}"]
+             f" cols_match={_num(features, 'direct_cols_match_example', 'd')}"
+             f" rows_off={_num(features, 'direct_rows_vs_ratio', '+.1f')}"
+             f" copy={_num(features, 'direct_copy_coverage', '.1f')}"]
     tree = view["program_samples"] > 1
     for j, chain in enumerate(view["chains"] if tree else [rounds]):
         for r in chain:
@@ -407,10 +481,10 @@ def render(view: dict, features: dict[str, float], valid: tuple[str, ...]) -> st
             cut = " cut_off" if r.get("finish_reason") == "length" else ""
             lines.append(f"{head}round {r['round']} {r['kind']}: {_round_status(r)}{cut}")
     if rounds:
-        lines.append(f"program: agrees_direct={features['prog_direct_agreement']:.1f}"
+        lines.append(f"program: agrees_direct={_num(features, 'prog_direct_agreement', '.1f')}"
                      f" same={int(features['prog_equals_direct'])}"
-                     f" cols_match={int(features['prog_cols_match_example'])}"
-                     f" rows_off={features['prog_rows_vs_ratio']:+.1f} repeated={int(features['repeated_code'])}")
+                     f" cols_match={_num(features, 'prog_cols_match_example', 'd')}"
+                     f" rows_off={_num(features, 'prog_rows_vs_ratio', '+.1f')} repeated={int(features['repeated_code'])}")
     if tree:
         lines.append(f"passing: {int(features['passing_programs'])}"
                      f" distinct={int(features['distinct_passing_outputs'])}"
@@ -446,6 +520,7 @@ def visible_state(record: dict, revealed) -> State:
     view = visible_view(record, pos)
     valid = valid_actions(view)
     feats = _features(view)
-    full = {name: float(feats.get(name, 0.0)) for name in ALL_FEATURE_NAMES}
+    absent = absent_features(feats.pop("_dims", 2))
+    full = {name: float(feats.get(name, 0.0)) for name in ALL_FEATURE_NAMES if name not in absent}
     full.update({name: feats[name] for name in LOGPROB_FEATURE_NAMES if name in feats})  # absent: not recorded
     return State(record["case_id"], sum(pos), valid, full, render(view, feats, valid), pos)

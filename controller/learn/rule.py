@@ -56,7 +56,11 @@ def _make(name: str, seed: int):
     if name.startswith("tree_depth"):
         return DecisionTreeClassifier(max_depth=int(name[-1]), min_samples_leaf=2, random_state=seed)
     if name == "logistic":
-        return make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000, random_state=seed))
+        from sklearn.impute import SimpleImputer
+
+        # the imputer passes a matrix without NaN through unchanged (keep_empty_features: no column dropped)
+        return make_pipeline(SimpleImputer(keep_empty_features=True), StandardScaler(),
+                             LogisticRegression(C=1.0, max_iter=2000, random_state=seed))
     if name == "forest":
         return RandomForestClassifier(n_estimators=100, max_depth=4, min_samples_leaf=2, random_state=seed, n_jobs=1)
     raise ValueError(f"unknown rule model {name!r}")
@@ -65,7 +69,9 @@ def _make(name: str, seed: int):
 def _matrix(states: Sequence[State], names: Sequence[str] = FEATURE_NAMES):
     import numpy as np
 
-    return np.array([[s.features[n] for n in names] for s in states], dtype=float)
+    # a shape feature a task's values do not have is absent from its states: NaN here (the trees
+    # and the forest route it; the logistic model imputes it), never a made-up 0
+    return np.array([[s.features.get(n, np.nan) for n in names] for s in states], dtype=float)
 
 
 @dataclass

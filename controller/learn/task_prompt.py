@@ -3,7 +3,7 @@
 only summarise.
 
 What it shows, all of it visible to a controller (``controller/env/state.visible_view``): the
-example's input and output tables, the new input's shape (rows x cols, and its header row), the
+examples' inputs and outputs, the new input's shape (rows x cols, and its header row), the
 direct answer, and for the latest revealed program round its output on the example and the
 sandbox's feedback (error kind and message). Tables are cut to ``max_rows`` rows and each cell to
 ``max_cell`` characters; prompts longer than the policy's ``max_length`` keep their last tokens
@@ -44,14 +44,18 @@ def _shape(t) -> str:
 
 def task_text(view: dict, max_rows: int = 4, max_cell: int = 12) -> str:
     """The task block for a visible view (``visible_view(record, pos)``)."""
-    task, direct = view["task"], view["direct"]
+    from tracegen.records import direct_value, task_examples, task_test_input
+
     tab = lambda t: _table(t, max_rows, max_cell)
-    test = task.get("test_table")
-    lines = ["example input:", tab(task.get("input_table")), "example output:", tab(task.get("output_table")),
-             f"new input: {_shape(test)} header: " + (" | ".join(str(c)[:max_cell] for c in test[0])
-                                                     if isinstance(test, list) and test and isinstance(test[0], list)
-                                                     else "none"),
-             f"direct answer ({_shape(direct.get('table'))}):", tab(direct.get("table"))]
+    test, direct, examples = task_test_input(view), direct_value(view), task_examples(view)
+    lines = []
+    for k, (x, y) in enumerate(examples, 1):  # one example: the lines as they were
+        name = f"example {k}" if len(examples) > 1 else "example"
+        lines += [f"{name} input:", tab(x), f"{name} output:", tab(y)]
+    lines += [f"new input: {_shape(test)} header: " + (" | ".join(str(c)[:max_cell] for c in test[0])
+                                                       if isinstance(test, list) and test and isinstance(test[0], list)
+                                                       else "none"),
+              f"direct answer ({_shape(direct)}):", tab(direct)]
     rounds = view.get("rounds") or []
     if rounds:
         r = rounds[-1]

@@ -80,7 +80,7 @@ def point_name(p: int) -> str:
 def _features(records_by_id: Mapping, rows: Sequence[dict]) -> tuple[np.ndarray, tuple]:
     states = [visible_state(dict(records_by_id[r["case_id"]]), r["pos"]) for r in rows]
     names = ALL_FEATURE_NAMES if any(s.features.get("program_samples", 1.0) > 1 for s in states) else FEATURE_NAMES
-    return np.array([[s.features[n] for n in names] for s in states], dtype=float).reshape(len(rows), len(names)), names
+    return np.array([[s.features.get(n, np.nan) for n in names] for s in states], dtype=float).reshape(len(rows), len(names)), names
 
 
 # -- the ceiling ---------------------------------------------------------------------------------
@@ -110,7 +110,11 @@ def _model(name: str, seed: int):
     from sklearn.preprocessing import StandardScaler
     from sklearn.tree import DecisionTreeClassifier
     if name == "logistic":
-        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, C=1.0))
+        from sklearn.impute import SimpleImputer
+
+        # absent shape features are NaN (``_matrix``); a matrix without any passes through unchanged
+        return make_pipeline(SimpleImputer(keep_empty_features=True), StandardScaler(),
+                             LogisticRegression(max_iter=2000, C=1.0))
     if name == "forest":
         return RandomForestClassifier(n_estimators=50, min_samples_leaf=2, random_state=seed, n_jobs=1)
     depth = int(name.rsplit("_", 1)[1])

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
+from cases import shape, values_equal
 from controller.env.state import chains
 from tracegen.grading import program_right
+from tracegen.records import direct_value
 
 Table = list[list[str]]
 
@@ -48,6 +50,10 @@ TRUNCATED = "truncated_thinking"
 
 
 # ----------------------------------------------------------------------------- pure helpers
+
+
+def _two_d(v) -> bool:
+    return isinstance(v, list) and all(isinstance(r, list) for r in v)
 
 
 def same_shape(a: Table, b: Table) -> bool:
@@ -73,13 +79,15 @@ def is_close_miss(table: Table, answer: Table) -> bool:
 
 def direct_category(record: Mapping) -> str:
     """One of DIRECT_CATEGORIES for the record's direct answer (record must be scored)."""
-    table = (record.get("direct") or {}).get("table")
+    table = direct_value(record)
     answer = record["hidden"]["answer"]
     if table is None:
         parse = (record.get("direct") or {}).get("parse") or {}
         return TRUNCATED if parse.get("status") == TRUNCATED else "unparsed"
-    if table == answer:
+    if values_equal(table, answer):
         return "correct"
+    if not (_two_d(table) and _two_d(answer)):  # a grid's rows, a list, a string: no cells to count
+        return "wrong_shape" if shape(table) != shape(answer) else "far_miss"
     if not same_shape(table, answer):
         return "wrong_shape"
     return "close_miss" if is_close_miss(table, answer) else "far_miss"

@@ -148,6 +148,6 @@ def test_modules_that_only_give_trouble_are_refused_early(sb, module):
 def test_write_prompt_states_exactly_the_allowed_modules():
     from tracegen.backends.base import Task
     from tracegen.prompts import write_messages
-    text = write_messages(Task("f/c", [["a"]], [["b"]], [["c"]]))[1]["content"]
+    text = write_messages(Task.from_tables("f/c", [["a"]], [["b"]], [["c"]]))[1]["content"]
     stated = text.split("standard-library modules: ", 1)[1].split(";", 1)[0]
     assert stated.split(", ") == sorted(ALLOWED_MODULES)

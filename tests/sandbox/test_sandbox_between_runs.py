@@ -98,7 +98,7 @@ class _Hostile:
 
 def _case(cid):
     from cases import Case
-    return Case(cid, "fam", [["a"]], [["A"]], [["b"]], [["B"]])
+    return Case.from_tables(cid, "fam", [["a"]], [["A"]], [["b"]], [["B"]])
 
 
 def test_surrogate_program_through_rollout_and_resume(tmp_path):

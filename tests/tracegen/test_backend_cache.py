@@ -26,7 +26,7 @@ class CountingBackend(Backend):
 
 def _requests(n, kind="direct"):
     build = direct_messages if kind == "direct" else write_messages
-    tasks = [Task(f"fam/c{i}", [["a", str(i)]], [[str(i), "a"]], [["b", str(i)]]) for i in range(n)]
+    tasks = [Task.from_tables(f"fam/c{i}", [["a", str(i)]], [[str(i), "a"]], [["b", str(i)]]) for i in range(n)]
     return [GenerationRequest(kind, build(t), t) for t in tasks]
 
 
@@ -100,7 +100,7 @@ def test_sample_index_and_messages_are_part_of_the_key(tmp_path):
     r = _requests(1)[0]
     keys = {b.key(r), b.key(replace(r, sample=1)), b.key(replace(r, messages=r.messages[:1]))}
     assert len(keys) == 3
-    assert b.key(r) == b.key(replace(r, task=Task("other", [], [], [])))  # the text is what counts
+    assert b.key(r) == b.key(replace(r, task=Task.from_tables("other", [], [], [])))  # the text is what counts
 
 
 def test_entries_are_whole_files_and_bad_ones_regenerate(tmp_path):
@@ -138,7 +138,7 @@ def test_a_whole_rollout_rerun_generates_nothing(tmp_path):
                                                                                "    return table[:1]"),
                                tokens=(9, 4), config=config)
 
-    cases = [Case(f"f/c{i}", "f", [["a"], ["b"]], [["a"]], [[str(i)], ["z"]], [[str(i)]]) for i in range(3)]
+    cases = [Case.from_tables(f"f/c{i}", "f", [["a"], ["b"]], [["a"]], [[str(i)], ["z"]], [[str(i)]]) for i in range(3)]
     cfg = rollout.RolloutConfig(max_repairs=1, progress=False)
     records, backends = [], []
     with sandbox.Sandbox(workers=1) as sb:

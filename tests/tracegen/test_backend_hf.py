@@ -44,7 +44,7 @@ def models(tmp_path_factory):
 def _requests(n=5):
     reqs = []
     for i in range(n):
-        task = Task(f"f/c{i}", [["a b"] * (i + 1)], [["b"]], [["x", str(i)]])
+        task = Task.from_tables(f"f/c{i}", [["a b"] * (i + 1)], [["b"]], [["x", str(i)]])
         if i % 3 == 0:
             reqs.append(GenerationRequest("direct", direct_messages(task), task))
         elif i % 3 == 1:

@@ -11,7 +11,7 @@ from local_http import LocalServer
 from tracegen.backends.base import BackendConfig, GenerationRequest, Task
 from tracegen.backends.openai_backend import EndpointError, OpenAIBackend
 
-TASK = Task("c", [["a"]], [["b"]], [["c"]])
+TASK = Task.from_tables("c", [["a"]], [["b"]], [["c"]])
 
 
 class FakeServer(LocalServer):

@@ -81,7 +81,7 @@ def _cfg(url, **kw):
 
 
 def _req(text, case="fam/c1"):
-    return GenerationRequest("write", [{"role": "user", "content": text}], Task(case, [["a"]], [["b"]], [["c"]]))
+    return GenerationRequest("write", [{"role": "user", "content": text}], Task.from_tables(case, [["a"]], [["b"]], [["c"]]))
 
 
 def test_bad_bodies_dropped_connections_and_slow_answers_are_retried(server):

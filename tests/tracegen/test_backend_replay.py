@@ -7,8 +7,8 @@ from tracegen.backends import BackendConfig, GenerationRequest, Task, get_backen
 from tracegen.backends.replay import ReplayMissError
 from tracegen.parsing import parse_code
 
-T1 = Task("fam/a_1", [["a"]], [["A"]], [["b"]])
-T2 = Task("fam/a_2", [["c"]], [["C"]], [["d"]])
+T1 = Task.from_tables("fam/a_1", [["a"]], [["A"]], [["b"]])
+T2 = Task.from_tables("fam/a_2", [["c"]], [["C"]], [["d"]])
 
 
 def _record(case_id, direct_raw, round_raws):
@@ -58,7 +58,7 @@ def test_missing_generation_is_a_clear_error(trace):
     with pytest.raises(ReplayMissError, match=r"no stored output for case 'fam/a_2', fix round 1 sample 0"):
         b.generate([GenerationRequest("fix", [], T2, round=1)])
     with pytest.raises(ReplayMissError, match="fam/zzz"):
-        b.generate([GenerationRequest("direct", [], Task("fam/zzz", [], [], []))])
+        b.generate([GenerationRequest("direct", [], Task.from_tables("fam/zzz", [], [], []))])
     with pytest.raises(ReplayMissError, match="sample 1"):
         b.generate([GenerationRequest("direct", [], T1, sample=1)])
 

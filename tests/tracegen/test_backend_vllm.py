@@ -12,7 +12,7 @@ import pytest
 
 from tracegen.backends import BackendConfig, GenerationRequest, Task, get_backend
 
-TASK = Task("c", [["a"]], [["b"]], [["c"]])
+TASK = Task.from_tables("c", [["a"]], [["b"]], [["c"]])
 
 
 @dataclass

@@ -84,7 +84,7 @@ def test_hf_trace_records_logprobs_that_a_forward_pass_recomputes(noisy_model, t
             assert lp["source"] == "hf" and lp["tokens"] <= part["completion_tokens"] <= lp["tokens"] + 1
             if lp["tokens"]:
                 assert lp["min"] <= lp["mean"] <= 0 and math.isclose(lp["sum"], lp["mean"] * lp["tokens"], abs_tol=1e-4)
-        task = Task(t["case_id"], t["task"]["input_table"], t["task"]["output_table"], t["task"]["test_table"])
+        task = Task.from_tables(t["case_id"], t["task"]["input_table"], t["task"]["output_table"], t["task"]["test_table"])
         for part, msgs in ((t["direct"], direct_messages(task)), (t["rounds"][0], write_messages(task))):
             want = logprob_stats(_greedy_by_forward_passes(noisy_model, msgs, 10), "hf")
             got = part["logprobs"]

@@ -82,7 +82,7 @@ def test_every_new_record_names_the_digest_and_old_records_stay_valid(tmp_path):
     backend, _ = _backend(tmp_path)
     with Sandbox(workers=1) as sb:
         [rec] = trace_cases([CASE], {}, backend, sb, RolloutConfig(max_repairs=2, progress=False))
-    assert rec["prompts"] == prompt_digest() and rec["schema_version"] == SCHEMA_VERSION == 3  # no version bump
+    assert rec["prompts"] == prompt_digest() and rec["schema_version"] == SCHEMA_VERSION == 4
     validate_record(rec)
     old = {k: v for k, v in rec.items() if k != "prompts"}  # a record written before the key existed
     validate_record(old)

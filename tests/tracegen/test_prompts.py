@@ -8,7 +8,7 @@ from tracegen.prompts import (
     write_messages,
 )
 
-TASK = Task("fam/c_1", [["a b", "1"]], [["b", "a"]], [["x y", "2"], ["p q", "3"]])
+TASK = Task.from_tables("fam/c_1", [["a b", "1"]], [["b", "a"]], [["x y", "2"], ["p q", "3"]])
 
 
 def test_render_table_is_json_one_row_per_line():

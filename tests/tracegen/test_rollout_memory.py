@@ -21,7 +21,7 @@ N = 8
 
 
 def _cases(n: int) -> list[Case]:
-    return [Case(f"m{i}/m{i}_{i}", f"m{i}", [[f"a{i}"]], [["no"]], [[f"t{i}"]], [["no"]]) for i in range(n)]
+    return [Case.from_tables(f"m{i}/m{i}_{i}", f"m{i}", [[f"a{i}"]], [["no"]], [[f"t{i}"]], [["no"]]) for i in range(n)]
 
 
 CASES = _cases(N)

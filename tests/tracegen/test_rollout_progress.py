@@ -13,7 +13,7 @@ from tracegen.rollout import RolloutConfig, rollout
 from scripted import ScriptedBackend
 
 WRONG = "```python\ndef transform(table):\n    return table\n```"
-CASES = [Case(f"f{i}/f{i}_{i}", f"f{i}", [["a", "1"], ["b", "2"]], [["a"], ["b"]], [["c", "3"]], [["c"]])
+CASES = [Case.from_tables(f"f{i}/f{i}_{i}", f"f{i}", [["a", "1"], ["b", "2"]], [["a"], ["b"]], [["c", "3"]], [["c"]])
          for i in range(4)]
 
 

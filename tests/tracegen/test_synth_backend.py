@@ -9,14 +9,14 @@ from tracegen.backends import BackendConfig, Feedback, GenerationRequest, Task, 
 from tracegen.backends.synth import SynthBackend, count_tokens
 from tracegen.synth import read_history, run_program
 
-CRIME = Task(
+CRIME = Task.from_tables(
     "crime_1",
     [["Reported crime in Alabama", ""], ["", ""], ["2004", "4029.3"], ["2005", "3900"],
      ["Reported crime in Alaska", ""], ["", ""], ["2004", "3370.9"], ["2005", "3615"]],
     [["Alabama", "2004", "4029.3"], ["Alabama", "2005", "3900"], ["Alaska", "2004", "3370.9"], ["Alaska", "2005", "3615"]],
     [["Reported crime in Iowa", ""], ["", ""], ["1999", "1"], ["2000", "2"]],
 )
-FOLD = Task("fold_1", [["Name", "Math", "Art"], ["Ann", "1", "2"], ["Di", "7", "8"]],
+FOLD = Task.from_tables("fold_1", [["Name", "Math", "Art"], ["Ann", "1", "2"], ["Di", "7", "8"]],
             [["Ann", "Math", "1"], ["Ann", "Art", "2"], ["Di", "Math", "7"], ["Di", "Art", "8"]],
             [["Name", "Math", "Art"], ["Bob", "3", "4"], ["Cy", "5", "6"]])
 MESSAGES = [{"role": "system", "content": "You transform tables."}, {"role": "user", "content": "Here: [[\"a\"]]"}]

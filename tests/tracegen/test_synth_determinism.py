@@ -81,7 +81,7 @@ def test_a_set_cap_that_fires_is_recorded_and_counted():
     # a big table and a target the library cannot reach: the search runs until something stops it
     big_in = [[f"r{i}", str(i), f"x{i}-y{i}"] for i in range(150)]
     big_out = [[f"z{i}"] for i in range(150)]
-    case = Case("big/0", "big", big_in, big_out, big_in[:5], [["z0"]])
+    case = Case.from_tables("big/0", "big", big_in, big_out, big_in[:5], [["z0"]])
     cfg = BackendConfig(synth_write_nodes=10_000_000, synth_fix_nodes=10_000_000, synth_time_budget_s=0.05,
                         extra={"synth_workers": 1})
     recs = _trace([case], cfg)

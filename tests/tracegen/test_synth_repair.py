@@ -21,7 +21,7 @@ def _case(case_id: str):
 
 
 def _task(case) -> Task:
-    return Task(case.case_id, case.input_table, case.output_table, case.test_table)
+    return Task.from_tables(case.case_id, case.input_table, case.output_table, case.test_table)
 
 
 def _code(text: str) -> str:

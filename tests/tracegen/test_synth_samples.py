@@ -13,9 +13,9 @@ from tracegen.synth import program_key, read_history, run_program, synthesize
 from tracegen.synth.heuristic import W, Target, columns, distance
 
 # three programs fit the example; on the new input, deleting blank rows and deleting "b" differ
-ROWS = Task("rows_1", [["a", "1"], ["b", ""], ["c", "3"]], [["a", "1"], ["c", "3"]],
+ROWS = Task.from_tables("rows_1", [["a", "1"], ["b", ""], ["c", "3"]], [["a", "1"], ["c", "3"]],
             [["d", ""], ["e", "5"], ["b", "6"]])
-CRIME = Task(
+CRIME = Task.from_tables(
     "crime_1",
     [["Reported crime in Alabama", ""], ["", ""], ["2004", "4029.3"], ["2005", "3900"],
      ["Reported crime in Alaska", ""], ["", ""], ["2004", "3370.9"], ["2005", "3615"]],
@@ -85,7 +85,7 @@ def _chain(backend, task, sample, repairs=2):
 
 
 def test_repairs_never_repeat_and_the_cache_changes_nothing():
-    impossible = Task("imp_1", [["a", "b"], ["c", "d"]], [["totally", "new"], ["words", "here"]], [["e", "f"]])
+    impossible = Task.from_tables("imp_1", [["a", "b"], ["c", "d"]], [["totally", "new"], ["words", "here"]], [["e", "f"]])
     cfg = dict(synth_write_nodes=50, synth_fix_nodes=600, extra={"synth_workers": 1})
     warm = SynthBackend(BackendConfig(**cfg))
     chain = _chain(warm, impossible, 0)

@@ -34,7 +34,7 @@ def _trace(k):
     from cases import Case
     from tracegen import rollout
 
-    cases = [Case(f"f/c{i}", "f", [["a"], ["b"]], [["a"]], [[str(i)], ["z"]], [[str(i)]]) for i in range(3)]
+    cases = [Case.from_tables(f"f/c{i}", "f", [["a"], ["b"]], [["a"]], [[str(i)], ["z"]], [[str(i)]]) for i in range(3)]
     backend = ScriptedBackend(_answer, tokens=(9, 4), search_nodes=7)
     with sandbox.Sandbox(workers=1) as sb:
         recs = rollout.trace_cases(cases, {}, backend, sb, rollout.RolloutConfig(max_repairs=2, program_samples=k,

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
-from typing import Callable, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal
 
+from cases import Example
 from common.errors import ConfigError, check
 
 Table = list[list[str]]
@@ -17,12 +18,42 @@ RequestKind = Literal["direct", "write", "fix"]
 
 @dataclass(frozen=True)
 class Task:
-    """What a model is allowed to see of a case: the public example and the new input."""
+    """What a model is allowed to see of a case: the public examples and the new input, the type of
+    the outputs (``cases.VALUE_TYPES``) and the function a program defines."""
 
     case_id: str
-    input_table: Table
-    output_table: Table
-    test_table: Table
+    examples: tuple[Example, ...]
+    test_input: Any
+    value_type: str = "table"
+    entry: str = "transform"
+
+    @classmethod
+    def from_tables(cls, case_id: str, input_table: Table, output_table: Table, test_table: Table) -> Task:
+        """A one-example table task (the Foofah shape)."""
+        return cls(case_id, (Example(input_table, output_table),), test_table)
+
+    @classmethod
+    def of_case(cls, case) -> Task:
+        return cls(case.case_id, tuple(case.examples), case.test_input, case.value_type, case.entry)
+
+    @property
+    def one_table_example(self) -> bool:
+        """One example of string tables, programs defining ``transform``: the prompts and feedback of
+        the Foofah shape, unchanged."""
+        return len(self.examples) == 1 and self.value_type == "table" and self.entry == "transform"
+
+    # One-example views (the first example), for code that reads the Foofah shape.
+    @property
+    def input_table(self):
+        return self.examples[0].input
+
+    @property
+    def output_table(self):
+        return self.examples[0].output
+
+    @property
+    def test_table(self):
+        return self.test_input
 
 
 @dataclass(frozen=True)
@@ -38,6 +69,8 @@ class Feedback:
     # the run on the new input (visible: it needs no answer) when it crashed; "" when it ran
     test_error: str = ""
     test_message: str = ""
+    signature: str = "def transform(table):"  # the function the program must define, as the prompt names it
+    example: int = 0  # with several examples: which one (1-based) the feedback is about; 0: the only one
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ def _completion(attempt) -> Completion:
         finish_reason=meta.get("finish_reason", "stop"), cached=True,
         logprobs={**lp, "source": "imported"} if lp is not None else None,
         given=None if attempt.kind == "text" else (attempt.value,),
-        provenance=prov or None,
+        provenance=prov,  # set (if empty): the output was made elsewhere
     )
 
 

@@ -109,20 +109,21 @@ def test_v1_records_are_upgraded_on_read(tmp_path):
     path = tmp_path / "v1.jsonl"
     path.write_text(json.dumps(rec) + "\n" + json.dumps(plain) + "\n")
     got = read_traces(path)
-    assert [r["schema_version"] for r in got] == [2, 2]
+    assert [r["schema_version"] for r in got] == [4, 4]
     assert got[0]["samples"] == [[flat["rounds"][0]], [flat["rounds"][1]]] and got[0]["sample_repairs"] == 0
     assert got[0]["rounds"] == rec["rounds"] and "samples" not in got[1]
     # v1 samples were never repaired: FIX is not valid on them
     assert "FIX" not in visible_state(got[0], (1, 1)).valid_actions
     assert upgrade_record(got[1]) is got[1]
-    append_record(tmp_path / "v2.jsonl", got[0])  # the upgraded record is a valid v2 record
+    append_record(tmp_path / "v4.jsonl", got[0])  # the upgraded record is a valid v4 record
+    assert "examples" in got[0]["task"] and "value" in got[0]["direct"]
     with pytest.raises(Exception):
-        validate_record(rec)  # a raw v1 record is not v2
+        validate_record(rec)  # a raw v1 record is not v4
 
 
 def test_the_v1_trace_file_loads():
     recs = read_traces(ROOT / "tests" / "data" / "v1_library_traces.jsonl")
-    assert len(recs) > 100 and all(r["schema_version"] == 2 for r in recs)
+    assert len(recs) > 100 and all(r["schema_version"] == 4 for r in recs)
 
 
 def test_simulate_refuses_moves_the_trace_does_not_hold():

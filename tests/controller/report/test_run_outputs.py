@@ -213,7 +213,7 @@ def test_waves_in_slices_report_cases_as_they_finish_and_change_no_record():
         def __init__(self):
             super().__init__(answer, model=None, tokens=(5, 5))  # .calls: each batch's size
 
-    cases = [Case(f"f{i}/f{i}_0" if i == 0 else f"f{i}/f{i}_{i}", f"f{i}", [["a", "1"], ["b", "2"]], [["a"], ["b"]],
+    cases = [Case.from_tables(f"f{i}/f{i}_0" if i == 0 else f"f{i}/f{i}_{i}", f"f{i}", [["a", "1"], ["b", "2"]], [["a"], ["b"]],
                   [["c", "3"]], [["c"]]) for i in range(5)]
     class Streaming(Scripted):
         """The same answers, handed out last request first, the way a pool finishes them."""

@@ -49,7 +49,7 @@ def check_trl_conversation(row: dict) -> None:
 def traced(request):
     from sandbox import Sandbox
 
-    case = Case("fam/fam_1", "fam", [["Ann", "3"], ["Bob", "4"]], [["Ann"], ["Bob"]],
+    case = Case.from_tables("fam/fam_1", "fam", [["Ann", "3"], ["Bob", "4"]], [["Ann"], ["Bob"]],
                 [["Cy", "5"], ["Di", "6"], ["Ed", "7"]], ANSWER)
     backend = ScriptedBackend(SCRIPT)
     with Sandbox(workers=1) as sb:

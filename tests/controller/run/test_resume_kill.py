@@ -101,7 +101,7 @@ RIGHT_PROGRAM = "```python\ndef transform(table):\n    return [[row[0]] for row 
 def _wave_cases():
     from cases import Case
 
-    return [Case(f"f{i}/f{i}_{i}", f"f{i}", [["a", "1"], ["b", "2"]], [["a"], ["b"]], [["c", "3"]], [["c"]])
+    return [Case.from_tables(f"f{i}/f{i}_{i}", f"f{i}", [["a", "1"], ["b", "2"]], [["a"], ["b"]], [["c", "3"]], [["c"]])
             for i in range(6)]
 
 
