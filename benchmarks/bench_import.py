@@ -5,7 +5,7 @@
 
 A file of ``--cases`` generated cases is written to a temporary folder, a third each of string
 tables, grids with three examples and strings, each with one direct answer and one program chain of
-four attempts (five attempts a case): the first program is wrong, the second raises, the third
+four attempts (five attempts a case; ``--kinds`` picks fewer kinds): the first program is wrong, the second raises, the third
 passes every public example and the fourth comes after the pass, so the import cuts it (counted).
 Then the import runs in this process, as the command does (every line checked, the rollout with the
 ``imported`` backend, the sandbox with ``--workers``), and prints the wall seconds, cases/s and
@@ -52,8 +52,8 @@ def _task(kind: str, i: int):
     return [{"input": x, "output": f(x)} for x in examples], test, f(test)
 
 
-def case_line(i: int) -> dict:
-    kind = ("table", "grid", "string")[i % 3]
+def case_line(i: int, kinds=("table", "grid", "string")) -> dict:
+    kind = kinds[i % len(kinds)]
     examples, test, answer = _task(kind, i)
     right = _PROGRAMS[kind]
     chain = [{"code": _WRONG, "model": "bench"},
@@ -69,6 +69,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=1000, help="generated cases (default: 1000)")
     ap.add_argument("--workers", type=int, default=2, help="sandbox workers (default: 2)")
+    ap.add_argument("--kinds", default="table,grid,string", help="the task kinds, dealt in turn (default: "
+                    "table,grid,string)")
     args = ap.parse_args()
     from controller.importer import import_main
     from tracegen.records import read_traces
@@ -76,7 +78,8 @@ def main() -> int:
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-import-") as tmp:
         src = Path(tmp) / "outputs.jsonl"
-        src.write_text("".join(json.dumps(case_line(i)) + "\n" for i in range(args.cases)))
+        kinds = tuple(args.kinds.split(","))
+        src.write_text("".join(json.dumps(case_line(i, kinds)) + "\n" for i in range(args.cases)))
         root = Path(tmp) / "run"
         t0 = time.perf_counter()
         rc = import_main([str(src), "--root", str(root), "--workers", str(args.workers), "--no-progress"])

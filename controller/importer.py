@@ -157,7 +157,8 @@ def import_main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("interrupted: finished records are kept; rerun with --resume to continue", file=sys.stderr)
         return 130
-    counts = import_counts(source, read_traces(trace_path(cfg), warn=log), cfg.rollout.program_samples)
+    # validated as they were written: counting reads them back without checking again
+    counts = import_counts(source, read_traces(trace_path(cfg), validate=False, warn=log), cfg.rollout.program_samples)
     log(summary_line(counts))
     log(f"analyse with: live-tool-dagger --root {opts.root}")
     return 0
