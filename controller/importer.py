@@ -45,10 +45,10 @@ class ImportArgs:
     progress: bool = _f(True, "hide progress", flag="--no-progress")
 
     def __post_init__(self):
-        for name in ("program_samples",):
+        for name in ("program_samples", "exec_timeout_s", "memory_mb", "workers", "wave_size"):
             v = getattr(self, name)
-            if v is not None and v < 1:
-                raise ConfigError(f"must be >= 1, got {v}", name)
+            if v is not None and v <= 0:
+                raise ConfigError(f"must be > 0, got {v}", name)
         if self.max_repairs is not None and self.max_repairs < 0:
             raise ConfigError(f"must be >= 0, got {self.max_repairs}", "max_repairs")
 
@@ -116,7 +116,7 @@ def _run_config(opts: ImportArgs, source):
 
 def import_main(argv: list[str]) -> int:
     from controller.args import config_text
-    from controller.checks import UsageError, check_flags, check_trace_file
+    from controller.checks import check_flags, check_trace_file
     from controller.commands import _parse
     from controller.config import trace_config
     from controller.pipeline import generate
@@ -142,13 +142,8 @@ def import_main(argv: list[str]) -> int:
         set_previous_run_aside(cfg, log)
         reports_dir(cfg).mkdir(parents=True, exist_ok=True)
         atomic_write_text(reports_dir(cfg) / "config.toml", config_text(cfg))
-    except (ImportFileError, UsageError) as err:
+    except (ImportFileError, ConfigError) as err:  # the file, the root, a trace file to resume (UsageError)
         print(f"error: {err}", file=sys.stderr)
-        return 2
-    except ConfigError as err:  # a field of the import's flags
-        from controller.cli import message
-
-        print(f"error: {message(err)}", file=sys.stderr)
         return 2
     log(f"importing {len(cases)} cases from {source.name} (K = {cfg.rollout.program_samples}, max repairs "
         f"{cfg.rollout.max_repairs}) -> {trace_path(cfg)}")
