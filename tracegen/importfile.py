@@ -246,16 +246,17 @@ GIVEN = "given"  # the parse status of an answer or program recorded as already 
 NOT_RECORDED = "not_recorded"  # the finish reason of a direct answer the source never gave
 
 
-def _export_attempt(part: dict, kind: str) -> dict:
+def _export_attempt(part: dict, kind: str, model: str) -> dict:
     """One direct answer or program round of a record as an ATTEMPT: its raw text (parsed again on
-    import, as it was when traced), or the value when it was recorded as already parsed."""
+    import, as it was when traced), or the value when it was recorded as already parsed; its own
+    model, else the record's (``model``)."""
     if part["parse"]["status"] == GIVEN:
         out = {"answer": _direct_value(part)} if kind == "direct" else {"code": part["code"]}
     else:
         out = {"text": part["raw"]}
-    for k in ("model", "prompt"):
-        if k in part:
-            out[k] = part[k]
+    out["model"] = part.get("model") or model
+    if "prompt" in part:
+        out["prompt"] = part["prompt"]
     if "prompt" not in part and part.get("feedback"):  # a repair: what it was shown, read back as its feedback
         out["prompt"] = part["feedback"]
     out["tokens"] = {"prompt": int(part.get("prompt_tokens") or 0),
@@ -289,8 +290,8 @@ def export_case(record: dict) -> dict:
         out["entry"] = entry
     direct = record["direct"]
     if direct.get("finish_reason") != NOT_RECORDED:
-        out["direct"] = [_export_attempt(direct, "direct")]
+        out["direct"] = [_export_attempt(direct, "direct", record["model"])]
     chains = [ch for ch in [record["rounds"], *record.get("samples", [])] if ch]
     if chains:
-        out["programs"] = [[_export_attempt(r, "program") for r in ch] for ch in chains]
+        out["programs"] = [[_export_attempt(r, "program", record["model"]) for r in ch] for ch in chains]
     return out

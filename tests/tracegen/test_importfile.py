@@ -82,7 +82,7 @@ def test_export_writes_raw_text_or_the_given_value_and_leaves_out_a_missing_dire
         return {"raw": raw, "parse": {"status": status, "detail": ""}, "prompt_tokens": 3, "completion_tokens": 4,
                 "finish_reason": "stop", **kw}
 
-    rec = {"case_id": "c", "family": "f", "hidden": {"answer": [[1]]},
+    rec = {"case_id": "c", "family": "f", "model": "the-model", "hidden": {"answer": [[1]]},
            "task": {"examples": [{"input": [[0]], "output": [[1]]}], "test_input": [[0]], "value_type": "grid",
                     "entry": "solve"},
            "direct": dict(part("", "failed"), finish_reason="not_recorded", value=None),
@@ -95,4 +95,5 @@ def test_export_writes_raw_text_or_the_given_value_and_leaves_out_a_missing_dire
     assert line["programs"][0][0] == {"code": "def solve(x): return x", "model": "m",
                                       "tokens": {"prompt": 3, "completion": 4}, "finish_reason": "stop"}
     assert line["programs"][1][0]["text"].startswith("```python") and line["programs"][1][0]["gen_ms"] == 2.5
+    assert line["programs"][1][0]["model"] == "the-model"  # the record's, where the attempt names none
     assert line["programs"][1][0]["logprobs"] == {"mean": -0.5, "min": -2.0, "tokens": 4}
