@@ -139,6 +139,24 @@ def _by_policy(rows) -> dict:
     return out
 
 
+def task_summary(records: list[dict]) -> dict:
+    """``{"tasks": ...}``: the records' value types, public examples per case and the attempts the
+    backend declined, when any task is not one example of tables or any attempt was declined; else
+    ``{}`` (a Foofah run's summary is as it was)."""
+    from collections import Counter
+
+    types = Counter(r["task"].get("value_type", "table") for r in records)
+    examples = Counter(len(r["task"].get("examples") or [0]) for r in records)
+    direct = sum((r.get("direct") or {}).get("finish_reason") == "declined" for r in records)
+    rounds = [x for r in records for ch in [r.get("rounds") or [], *(r.get("samples") or [])] for x in ch]
+    declined = sum(x.get("finish_reason") == "declined" for x in rounds)
+    if set(types) <= {"table"} and set(examples) <= {1} and not direct and not declined:
+        return {}
+    return {"tasks": {"value_types": dict(sorted(types.items())), "examples": {str(k): v for k, v in sorted(examples.items())},
+                      "declined": {"direct": direct, "of_direct": len(records), "rounds": declined,
+                                   "of_rounds": len(rounds)}}}
+
+
 def write_outputs(cfg, result, records, timing, t0, log) -> dict:
     from sandbox import protections
 
@@ -163,6 +181,7 @@ def write_outputs(cfg, result, records, timing, t0, log) -> dict:
         # what made the traces (a re-analysis's own backend flags did not): the records' backend and model
         "traces": {"backend": ", ".join(sorted({r["backend"] for r in records})),
                    "model": ", ".join(dict.fromkeys(r["model"] for r in records))},
+        **task_summary(records),
         **summary,
         "sandbox": protections(),
     }

@@ -1,7 +1,8 @@
 """The chat conversations behind a trace record, rebuilt from its ``task`` and rounds.
 
-A record stores what the model answered (``raw``) but not the prompts: they are a pure function
-of the task and the earlier rounds (``tracegen.prompts``). ``round_messages`` is the ONE place
+A record stores what the model answered (``raw``) and, since schema v4, each repair round's
+feedback text (``feedback``), but not the prompts: they are a pure function of the task and the
+earlier rounds (``tracegen.prompts``). ``round_messages`` is the ONE place
 that rebuilds the prompt of a program round; the viewer (the repair feedback a round got) and
 the SFT export (``controller/report/sft.py``) both call it, so a change to the repair prompt is made
 here once.
@@ -24,7 +25,8 @@ from cases import Example
 
 from . import prompts as _prompts
 from .backends.base import Feedback, Task
-from .prompts import direct_messages, feedback_for_values, feedback_from_run, fix_messages, write_messages
+from .prompts import (direct_messages, feedback_for_values, feedback_from_run, fix_messages, fix_messages_text,
+                      write_messages)
 
 
 def record_task(record: dict) -> Task:
@@ -88,13 +90,21 @@ def _values_feedback(task: Task, rnd: dict, visible: dict, test: dict):
                                test.get("message") or "")
 
 
-def round_messages(task: Task, chain: list[dict], i: int, repair_history: bool = False) -> list[dict]:
+def round_messages(task: Task, chain: list[dict], i: int, repair_history: bool = False,
+                   recorded: bool = False) -> list[dict]:
     """The messages the model was sent for round ``i`` of ``chain`` (WRITE at 0, else FIX).
 
-    ``repair_history`` (``--repair-history``): the FIX prompt also shows every earlier attempt."""
+    ``repair_history`` (``--repair-history``): the FIX prompt also shows every earlier attempt.
+    ``recorded``: the feedback texts the rounds recorded (``feedback``, schema v4: what the model
+    was shown, whatever made it) where every one the prompt shows is there; else they are rebuilt
+    from the rounds' runs with today's templates."""
     if i == 0:
         return write_messages(task)
     prev = chain[i - 1]
+    shown = range(1, i + 1) if repair_history else (i,)
+    if recorded and all(isinstance(chain[k].get("feedback"), str) for k in shown):
+        history = [(chain[k - 1].get("code"), chain[k]["feedback"]) for k in range(1, i)] if repair_history else None
+        return fix_messages_text(task, prev.get("code") or "", chain[i]["feedback"], history)
     history = [(r.get("code"), round_feedback(task, r)) for r in chain[: i - 1]] if repair_history else None
     return fix_messages(task, prev.get("code") or "", round_feedback(task, prev), history)
 
@@ -106,8 +116,8 @@ def direct_conversation(record: dict) -> list[dict]:
 
 
 def round_conversation(record: dict, chain: list[dict], i: int, repair_history: bool = False) -> list[dict]:
-    """The prompt of round ``i`` and the model's raw answer to it."""
-    return round_messages(record_task(record), chain, i, repair_history) + [
+    """The prompt of round ``i`` (its recorded feedback where it has one) and the model's raw answer."""
+    return round_messages(record_task(record), chain, i, repair_history, recorded=True) + [
         {"role": "assistant", "content": chain[i].get("raw") or ""}]
 
 

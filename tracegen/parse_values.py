@@ -42,7 +42,8 @@ def parse_answer(text: str, value_type: str = "table", like: Any = None) -> Pars
                 return Parsed(value, "repaired" if detail and detail != note else "ok", detail, where)
             tried.append(detail)
     want = "grid" if value_type == "grid" else _kind(like)
-    return Parsed(None, "failed", f"no {want} found" + (f" ({tried[-1]})" if tried and tried[-1] else ""))
+    why = tried[0] if tried else ""  # the last fence's reason, else the whole answer's
+    return Parsed(None, "failed", f"no {want} found" + (f" ({why})" if why else ""))
 
 
 def _read_grid(text: str) -> tuple[Any, str]:

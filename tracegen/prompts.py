@@ -172,13 +172,20 @@ def fix_messages(task: Task, previous_code: str, feedback: Feedback,
     ``history``: earlier (code, feedback) attempts, oldest first, shown before the latest one as
     alternating assistant and user turns (off by default so existing prompts and caches hold).
     """
+    return fix_messages_text(task, previous_code, describe_feedback(feedback),
+                             [(code, describe_feedback(fb)) for code, fb in history or []])
+
+
+def fix_messages_text(task: Task, previous_code: str, feedback: str,
+                      history: list[tuple[str | None, str]] | None = None) -> list[dict]:
+    """``fix_messages`` from the feedback texts (``describe_feedback``'s, or as a record holds them)."""
     ask = _FIX_ASK if task.one_table_example else _FIX_ASK_VALUES.format(signature=signature(task))
     turns: list[dict] = []
-    for code, fb in history or []:
-        turns += [_code_turn(code), {"role": "user", "content": f"{describe_feedback(fb)}\n\n{ask}"}]
+    for code, text in history or []:
+        turns += [_code_turn(code), {"role": "user", "content": f"{text}\n\n{ask}"}]
     return write_messages(task) + turns + [
         _code_turn(previous_code),
-        {"role": "user", "content": f"{describe_feedback(feedback)}\n\n{ask}"},
+        {"role": "user", "content": f"{feedback}\n\n{ask}"},
     ]
 
 

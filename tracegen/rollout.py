@@ -289,7 +289,11 @@ def _parsed(comp, task: Task, kind: str) -> Parsed:
     given = getattr(comp, "given", None)
     if given is not None:
         return Parsed(given[0], GIVEN, "recorded as parsed")
-    return _parse_direct(task, comp) if kind == "direct" else parse_code(comp.text, task.entry)
+    if kind == "direct":
+        return _parse_direct(task, comp)
+    if comp.finish_reason == DECLINED:
+        return Parsed(None, DECLINED, comp.text or "the backend does not attempt this task")
+    return parse_code(comp.text, task.entry)
 
 
 def _timed(comp) -> dict:

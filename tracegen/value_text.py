@@ -56,7 +56,10 @@ def value_diff(expected: Any, produced: Any, value_type: str, max_rows: int, row
         return text if len(text) <= row_chars else text[: row_chars - 3] + "..."
 
     want, got = _shape_words(expected), _shape_words(produced)
-    lines = [f"Expected {want}, got {got}."] if want != got or shape(expected) is not None else []
+    if want != got:
+        lines = [f"Expected {want}, got {got}."]
+    else:  # the same shape (or kind): what differs is below
+        lines = [f"The shape is right ({want}); these rows differ:"] if shape(expected) is not None else []
     two_d = shape(expected) is not None and len(shape(expected)) == 2 and shape(produced) is not None \
         and len(shape(produced)) == 2
     if not two_d:

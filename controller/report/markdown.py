@@ -65,6 +65,13 @@ def _summary(s: Mapping) -> list[str]:
            + ("" if info["split_seed"] is None else f", split seed: {info['split_seed']}")]
     if info["cases"]:
         out.append(f"- cases: `{info['cases']}`")
+    tasks = s.get("tasks")
+    if tasks:  # any task that is not one example of tables, or declined attempts
+        kinds = ", ".join(f"{n} {t}" for t, n in tasks["value_types"].items())
+        ex = ", ".join(f"{n} with {k}" for k, n in tasks["examples"].items())
+        d = tasks["declined"]
+        out.append(f"- tasks: {kinds} (public examples: {ex}); declined by the backend: {d['direct']} of "
+                   f"{d['of_direct']} direct answers, {d['rounds']} of {d['of_rounds']} program rounds")
     versions = {k: v for k, v in (s.get("versions") or {}).items() if v is not None}
     if versions:
         out.append("- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())))

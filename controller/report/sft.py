@@ -26,7 +26,8 @@ were kept, how many were left out for their length, and their token lengths.
 A verified trajectory is a direct answer that is right on the new input, or a program chain up
 to its first round that passed the public example and is right on the new input; its messages
 are the exact prompt of that round (rebuilt by ``tracegen.conversations.round_messages``, so a
-repair round carries the earlier code and the feedback the model got) and the stored raw answer.
+repair round carries the earlier code and the feedback the model got: the text the round recorded,
+schema v4) and the stored raw answer. Any task value works: the prompts are the rollout's own.
 
 Distillation (``all_splits``): a case set that no study scores (generated instances, docs/sft.md)
 gives every split's rows: train and test to ``train.jsonl``, dev to ``dev.jsonl`` (a held-out

@@ -9,7 +9,9 @@ The data per case: the visible task, the direct answer, every program chain (sam
 ``rounds``; v1's flat ``samples`` and v2's list of sample chains both load), the prompts the model
 was sent (the direct and WRITE prompts, and the turns each FIX prompt adds), rebuilt by the same
 functions the rollout calls (``tracegen.prompts`` / ``tracegen.conversations``) since traces do
-not store prompts, per-attempt tokens, latency and sandbox time, each policy's actions and
+not store prompts, each FIX turn with the feedback its round recorded (schema v4: the text the
+model was shown; rebuilt from today's templates for older records), every public example (grids
+of small ints drawn as coloured cells, ARC's palette) and a program's run on each, per-attempt tokens, latency and sandbox time, each policy's actions and
 outcome, and, kept apart under ``hidden``, everything graded against the hidden answer, which the
 page marks as hindsight. The run: its config (sampling, seeds, budgets), the trace config of
 ``run_config.json``, versions, timing, the per-seed spread and held-out results.
@@ -33,7 +35,7 @@ from pathlib import Path
 
 from tracegen.conversations import program_chains, prompt_digest, prompt_version_note, record_task, round_messages
 from tracegen.prompts import direct_messages, write_messages
-from tracegen.records import assign_splits, read_traces
+from tracegen.records import assign_splits, read_traces, upgrade_record
 
 from controller.study.failures import direct_category, repeated_repairs, round_category, visibly_solvable
 from controller.env.registry import ordered as ordered_policies
@@ -72,15 +74,16 @@ def _cut_code(text: str, chain: list[dict], upto: int) -> tuple[str, list[int]] 
 
 def _round_view(task, chain: list[dict], i: int, hidden_exact, repair_history: bool) -> dict:
     rnd = chain[i]
-    keep = ("round", "kind", "raw", "code", "parse", "visible", "visible_pass", "test", "test_output",
-            "finish_reason", "search_nodes", *COST_KEYS)
+    keep = ("round", "kind", "feedback", "raw", "code", "parse", "visible", "visible_runs", "visible_pass", "test",
+            "test_output", "finish_reason", "search_nodes", *COST_KEYS)
     out = {k: rnd.get(k) for k in keep if k in rnd}
     cut = _cut_code(out.get("raw") or "", chain, i)
     if cut:
         out["raw"], out["raw_ref"] = cut
     # a FIX prompt is the WRITE prompt followed by these turns: the previous code as the model's
     # turn and the feedback on it (with --repair-history, every earlier attempt first)
-    turns = round_messages(task, chain, i, repair_history)[len(write_messages(task)):] if i else None
+    # (the feedback each round recorded, schema v4; rebuilt from today's templates for older records)
+    turns = round_messages(task, chain, i, repair_history, recorded=True)[len(write_messages(task)):] if i else None
     for m in turns or []:
         cut = _cut_code(m["content"], chain, i - 1) if m["role"] == "assistant" else None
         if cut:
@@ -122,6 +125,7 @@ def _outcome(record: dict, chains) -> str:
 
 
 def case_view(record: dict, policies: list[str], by_policy: dict[str, dict], repair_history: bool = False) -> dict:
+    record = upgrade_record(record)  # the page reads version 4 (a hand-built v2/v3 record too)
     task = record_task(record)
     chains = program_chains(record)
     hidden = record.get("hidden") or {}
@@ -134,7 +138,7 @@ def case_view(record: dict, policies: list[str], by_policy: dict[str, dict], rep
     return {
         "id": record["case_id"], "family": record["family"], "split": record.get("split", "unassigned"),
         "task": record.get("task") or {},
-        "direct": {k: direct.get(k) for k in ("raw", "table", "parse", "finish_reason", "search_nodes", *COST_KEYS)},
+        "direct": {k: direct.get(k) for k in ("raw", "value", "parse", "finish_reason", "search_nodes", *COST_KEYS)},
         "prompts": {"direct": direct_messages(task), "write": write_messages(task)},  # as the rollout builds them
         "chains": [[_round_view(task, chain, i, exact[i], repair_history) for i in range(len(chain))]
                    for chain, exact in chains],

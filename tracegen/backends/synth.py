@@ -24,6 +24,11 @@ the answer is its closest candidate behaving unlike samples 0..j-1, ``finish_rea
 ``"exhausted"`` and the text says so. A FIX for sample j applies the same rule to its own search
 (its chain's ``# tried:`` history excluded).
 The text reads like a model's answer: one sentence, then the code in a fenced python block.
+Tasks: the synthesizer's table DSL answers table tasks whose programs define ``transform``; with
+several public examples its search must fit every one (the direct guess reads the first). Any other
+task (grids, strings, any JSON value, another entry function) is declined: an empty answer with
+``finish_reason`` ``"declined"`` at once, for every request kind (the rollout records the direct
+answer's parse status as ``declined``; a declined program has no code to run).
 ``search_nodes`` is the nodes the answer's own stage of the search expanded (a WRITE or a first
 repair: the whole search; repair k > 1: its k-th stage), also when a cache served it or when the
 earlier stages had to be searched again: the figure is a property of the answer, not of the
@@ -117,8 +122,18 @@ def workers(config) -> int:
     return max(1, min(cores, MAX_WORKERS))
 
 
+DECLINED = "declined"
+
+
+def declines(task) -> bool:
+    """Tasks the table DSL cannot answer: any but string tables transformed by ``transform``."""
+    return task.value_type != "table" or task.entry != "transform"
+
+
 def _cost(req: GenerationRequest) -> int:
     """Rough work of a request, to start the big searches first so the pool ends together."""
+    if declines(req.task):
+        return 0
     cells = sum(len(r) for r in req.task.input_table) + sum(len(r) for r in req.task.output_table)
     return (10 if req.kind == "fix" else 1) * cells
 
@@ -180,7 +195,8 @@ class SynthBackend(Backend):
         """Answers as they finish: the direct guesses (in-process) first, then the searches, which
         a scheduler thread keeps handing to the pool however long the caller takes with each
         answer (so checking answers overlaps the searches still running)."""
-        heavy = [i for i, r in enumerate(requests) if r.kind != "direct"]
+        # a declined request is answered at once, in-process, like a direct guess
+        heavy = [i for i, r in enumerate(requests) if r.kind != "direct" and not declines(r.task)]
         n = workers(self.config)
         # in-process: one worker, or a lone search before any pool exists (a started pool takes
         # even one: a repair's search may be kept in the worker that ran the case's first one)
@@ -199,7 +215,7 @@ class SynthBackend(Backend):
         thread.start()
         try:
             for i, r in enumerate(requests):
-                if r.kind == "direct":
+                if r.kind == "direct" or declines(r.task):
                     yield i, self.one(r)
             for _ in heavy:
                 got = answers.get()
@@ -264,7 +280,9 @@ class SynthBackend(Backend):
         t0 = time.perf_counter()
         task = req.task
         nodes, finish = 0, "stop"
-        if req.kind == "direct":
+        if declines(task):
+            text, finish = "", DECLINED
+        elif req.kind == "direct":
             guess = guess_direct(task.input_table, task.output_table, task.test_table)
             text = json.dumps(guess, ensure_ascii=False)
         elif req.kind in ("write", "fix"):
@@ -291,6 +309,8 @@ class SynthBackend(Backend):
         behaviour = _behaviour(req.task.test_table)
         base = (req.kind, req.sample, _frozen(req.task.input_table), _frozen(req.task.output_table),
                 _frozen(req.task.test_table) if req.sample else None, tried[-1] if tried else None)
+        if len(req.task.examples) > 1:  # the further examples shape the search too
+            base += tuple((_frozen(e.input), _frozen(e.output)) for e in req.task.examples[1:])
         budgets = fix_budgets(cfg, fix_round(req, tried)) if req.kind == "fix" else [cfg.synth_write_nodes]
         found = self._searches.get(base + (tuple(budgets),))
         if found is None:
@@ -311,7 +331,7 @@ class SynthBackend(Backend):
         each stage's ``spent`` are the same either way."""
         live = self._live.pop(base, None)
         if live is None or list(live[1]) != budgets[:len(live[1])]:
-            run = stages([(req.task.input_table, req.task.output_table)], max_nodes=budgets[0],
+            run = stages([(e.input, e.output) for e in req.task.examples], max_nodes=budgets[0],
                          time_budget_s=self.config.synth_time_budget_s, seeds=seeds, want=req.sample + 1,
                          behaviour=behaviour)
             live, found = (run, budgets[:1]), next(run)

@@ -6,7 +6,7 @@ const finishBadge = (f) => "finish " + badge(f || "?", f && f !== "stop" ? "warn
 
 function parseBadge(p) {
   p = p || {};
-  return "parse " + badge((p.status || "?") + (p.detail ? " (" + p.detail + ")" : ""), p.status === "failed" ? "fail" : "");
+  return "parse " + badge((p.status || "?") + (p.detail ? " (" + p.detail + ")" : ""), p.status === "failed" ? "fail" : p.status === "declined" ? "warn" : "");
 }
 
 // Tokens, generation latency and sandbox time of one attempt, as one line.
@@ -25,7 +25,8 @@ function attemptTable(c) {
     '</td><td class="n">' + sb + "</td><td>" + hs + "</td></tr>";
   const grade = (x) => (x == null ? "" : x ? '<span class="ok">right</span>' : '<span class="bad">wrong</span>');
   const dp = c.direct.parse || {};
-  const rows = [row("direct", "", c.direct, dp.status === "failed" ? "parse failed" : "answered", "", grade(c.hidden.direct_exact))];
+  const rows = [row("direct", "", c.direct, dp.status === "failed" ? "parse failed" : dp.status === "declined" ? "declined" : "answered", "",
+    grade(c.hidden.direct_exact))];
   for (const [j, r] of rounds(c))
     rows.push(row("sample " + j + " · round " + r.round + " · " + esc((r.kind || "").toUpperCase()), "attempt-" + j + "-" + r.round, r,
       r.visible_pass ? '<span class="ok">passes example</span>' : '<span class="bad">fails' + ((r.visible || {}).error ? ": " + esc(r.visible.error) : "") + "</span>",
@@ -52,13 +53,18 @@ function attempt(c, j, rnd) {
   if (rnd.round === 0)
     h.push('<details class="prompt write-prompt"><summary>WRITE prompt the model was sent</summary>' + messages(c.prompts.write) + "</details>");
   if (rnd.fix_turns)
-    h.push('<details class="prompt fix-prompt" open><summary>FIX prompt the model was sent: the WRITE prompt, then these turns</summary>' +
+    h.push('<details class="prompt fix-prompt" open><summary>FIX prompt the model was sent: the WRITE prompt, then these turns' +
+      (rnd.feedback != null ? " (the feedback as recorded)" : " (rebuilt with today's templates)") + "</summary>" +
       messages(rnd.fix_turns.map((m) => ({ role: m.role, content: uncut(m.content, m.ref, c.chains[j]) })), true) + "</details>");
   h.push(rnd.code ? '<h4>Code</h4><pre class="code">' + highlight(rnd.code) + "</pre>" : '<p class="muted">(no code could be parsed)</p>');
   h.push('<details class="raw"><summary>raw answer</summary><pre>' + esc(uncut(rnd.raw || "", rnd.raw_ref, c.chains[j])) + "</pre></details>");
-  const pub = v.output != null ? diff(v.output, c.task.output_table) : "<pre>" + esc((v.error || "") + ": " + (v.message || "")) + "</pre>";
+  const runOut = (run, k) => run.output != null ? diff(run.output, c.task.examples[k].output) :
+    "<pre>" + esc((run.error || "") + ": " + (run.message || "")) + "</pre>";
   const test = rnd.test_output != null ? grid(rnd.test_output) : "<pre>" + esc((t.error || "no output") + (t.message ? ": " + t.message : "")) + "</pre>";
-  h.push(tables([["Public example: output vs example output", pub], ["New input: output", test]]));
+  if (rnd.visible_runs)  // several examples: the program's run on each
+    h.push(tables(rnd.visible_runs.map((run, k) => ["Example " + (k + 1) + ": output vs example output" +
+      (run.error ? " (" + run.error + ")" : " (pass)"), runOut(run, k)]).concat([["New input: output", test]])));
+  else h.push(tables([["Public example: output vs example output", runOut(v, 0)], ["New input: output", test]]));
   if (c.hidden.answer != null && rnd.hidden_exact != null)
     h.push('<div class="panel hindsight">' + HS + " new-input output " +
       badge(rnd.hidden_exact ? "right" : "wrong", rnd.hidden_exact ? "pass" : "fail") +
@@ -88,16 +94,20 @@ function casePage(id) {
   h.push('<h2 id="case-title">' + esc(c.id) + '</h2><div class="muted">family ' + esc(c.family) + " · split " + esc(c.split) + " · " +
     plural(rounds(c).length, "program attempt", "program attempts") + " · " + num(t.tokens) + " tokens · " + ms(t.gen_ms) +
     " ms generation · " + ms(t.sandbox_ms) + " ms sandbox</div>");
-  h.push('<div class="panel"><h3>Task (what the model and a controller see)</h3>' +
-    tables([["Example input", grid(c.task.input_table)], ["Example output", grid(c.task.output_table)], ["New input", grid(c.task.test_table)]]) + "</div>");
+  const ex = c.task.examples, many = ex.length > 1;
+  h.push('<div class="panel"><h3>Task (what the model and a controller see)</h3><div class="muted">' + plural(ex.length, "public example", "public examples") +
+    " · values: " + esc(c.task.value_type || "table") + (c.task.entry && c.task.entry !== "transform" ? " · entry " + esc(c.task.entry) : "") +
+    '</div><div class="examples">' + ex.map((e, k) => tables([[(many ? "Example " + (k + 1) : "Example") + " input", grid(e.input)],
+      [(many ? "Example " + (k + 1) : "Example") + " output", grid(e.output)]])).join("") + "</div>" +
+    tables([["New input", grid(c.task.test_input)]]) + "</div>");
   const d = c.direct;
   h.push('<div class="panel" id="direct"><h3>Direct answer</h3><div class="badges">' + parseBadge(d.parse) + " " + finishBadge(d.finish_reason) +
-    "</div>" + costLine(d, false) + grid(d.table) +
+    "</div>" + costLine(d, false) + grid(d.value) +
     '<details class="prompt direct-prompt"><summary>direct prompt the model was sent</summary>' + messages(c.prompts.direct) + "</details>" +
     "<details><summary>raw answer</summary><pre>" + esc(d.raw) + "</pre></details></div>");
   if (c.hidden.answer != null)
     h.push('<div class="panel hindsight" id="hindsight">' + HS + " outcome " + badge(c.outcome) + " direct " + badge(c.hidden.direct_category) +
-      tables([["Direct answer vs hidden answer", diff(d.table, c.hidden.answer)], ["Hidden answer", grid(c.hidden.answer)]]) +
+      tables([["Direct answer vs hidden answer", diff(d.value, c.hidden.answer)], ["Hidden answer", grid(c.hidden.answer)]]) +
       '<div class="muted">failure tags: ' + esc(c.cats.join(", ")) + "</div></div>");
   else h.push('<div class="panel hindsight">' + HS + " this case has no hidden answer (unscored)</div>");
   h.push("<h2>Policies</h2>" + policyTable(c) + "<h2>Attempts</h2>" + attemptTable(c));

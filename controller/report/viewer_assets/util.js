@@ -1,4 +1,4 @@
-// The trace viewer, part 1: shared helpers (escaping, numbers, tables, the cell diff, code colours).
+// The trace viewer, part 1: shared helpers (escaping, numbers, values and ARC grids, the cell diff, code colours).
 // viewer.py concatenates util.js, overview.js, list.js, case.js and main.js into one script, in
 // that order, inside one function scope: names defined here are visible in the later files.
 // Everything graded against the hidden answer is drawn inside .hindsight boxes or .hs columns,
@@ -27,18 +27,33 @@ async function loadData() {
   return JSON.parse(await new Response(stream).text());
 }
 
-// ---- tables -----------------------------------------------------------------------------
-// A table's shape as "rows x cols", with a column range for ragged rows ("3x2-4").
+// ---- values: tables, ARC grids, any JSON -------------------------------------------------
+// A 2-D value (a list of lists); an ARC grid is one of small ints (0-9), drawn as coloured cells.
+const is2d = (v) => Array.isArray(v) && v.length > 0 && v.every((r) => Array.isArray(r));
+const isArc = (v) => is2d(v) && v.every((r) => r.every((c) => Number.isInteger(c) && c >= 0 && c <= 9));
+const arcTd = (c, cls, title) => '<td class="c' + c + (cls ? " " + cls : "") + '"' + (title ? ' title="' + esc(title) + '"' : "") + "></td>";
+const json = (v) => JSON.stringify(v);
+
+// A value's shape as "rows x cols", with a column range for ragged rows ("3x2-4"); a flat list's
+// length; "-" for anything else.
 function dims(t) {
+  if (!Array.isArray(t)) return "-";
   if (!t.length) return "0x0";
+  if (!is2d(t)) return "len " + t.length;
   const w = t.map((r) => r.length), lo = Math.min(...w), hi = Math.max(...w);
   return t.length + "x" + (lo === hi ? hi : lo + "-" + hi);
 }
 
+// Any value: a table of strings as cells, an ARC grid as coloured cells (its size above it), anything else as JSON.
 function grid(t) {
-  if (t == null) return '<p class="muted">(no table)</p>';
-  if (!t.length) return '<p class="muted">(empty table)</p>';
-  const rows = t.map((r) => "<tr>" + r.map((c) => "<td" + (c === "" ? ' class="empty"' : "") + ">" + esc(c) + "</td>").join("") + "</tr>");
+  if (t == null) return '<p class="muted">(none)</p>';
+  if (Array.isArray(t) && !t.length) return '<p class="muted">(empty table)</p>';
+  if (isArc(t))
+    return '<div class="muted dims">' + dims(t) + '</div><table class="arc">' +
+      t.map((r) => "<tr>" + r.map((c) => arcTd(c, "", String(c))).join("") + "</tr>").join("") + "</table>";
+  if (!is2d(t)) return '<pre class="value">' + esc(json(t)) + "</pre>";
+  const cell = (c) => (typeof c === "string" ? c : json(c));
+  const rows = t.map((r) => "<tr>" + r.map((c) => "<td" + (c === "" ? ' class="empty"' : "") + ">" + esc(cell(c)) + "</td>").join("") + "</tr>");
   return '<table class="grid">' + rows.join("") + "</table>";
 }
 
@@ -67,20 +82,25 @@ function diffHead(got, exp) {
 }
 
 function diff(got, exp) {
-  if (got == null) return '<p class="muted">(no table to compare)</p>';
-  const rows = [];
+  if (got == null) return '<p class="muted">(nothing to compare)</p>';
+  if (!(is2d(got) || (Array.isArray(got) && !got.length)) || !(is2d(exp) || (Array.isArray(exp) && !exp.length)))
+    return '<div class="diffhead">' + (json(got) === json(exp) ? '<span class="ok">identical</span>' : '<span class="bad">differs</span>') +
+      "</div>" + grid(got);
+  const arc = isArc(got) && isArc(exp), rows = [];
   for (let i = 0; i < Math.max(got.length, exp.length); i++) {
     const g = got[i], e = exp[i], tds = [];
     for (let j = 0; j < Math.max(g ? g.length : 0, e ? e.length : 0); j++) {
       const gv = g ? g[j] : undefined, ev = e ? e[j] : undefined;
-      if (gv === undefined) tds.push('<td class="missing" title="missing">' + esc(ev) + "</td>");
+      if (arc) tds.push(gv === undefined ? '<td class="missing" title="missing"></td>' : arcTd(gv, ev === undefined ? "extra" : gv !== ev ? "bad" : "",
+        ev === undefined ? "not in the expected grid" : gv !== ev ? "expected: " + ev : String(gv)));
+      else if (gv === undefined) tds.push('<td class="missing" title="missing">' + esc(ev) + "</td>");
       else if (ev === undefined) tds.push('<td class="extra" title="not in the expected table">' + esc(gv) + "</td>");
       else if (gv !== ev) tds.push('<td class="bad" title="expected: ' + esc(ev) + '">' + esc(gv) + "</td>");
       else tds.push("<td>" + esc(gv) + "</td>");
     }
     rows.push("<tr>" + tds.join("") + "</tr>");
   }
-  return '<div class="diffhead">' + diffHead(got, exp) + '</div><table class="grid diff">' + rows.join("") + "</table>";
+  return '<div class="diffhead">' + diffHead(got, exp) + '</div><table class="' + (arc ? "arc diff" : "grid diff") + '">' + rows.join("") + "</table>";
 }
 
 // Labelled tables side by side.

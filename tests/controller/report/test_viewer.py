@@ -216,7 +216,7 @@ def test_viewer_in_a_real_browser(browser, run, tmp_path):
     expect(page.locator("#case-title")).to_have_text(rec["case_id"])  # drawn on the hashchange, later
     task_tables = page.locator("#case .panel").first.locator("table.grid")
     assert task_tables.count() == 3
-    assert task_tables.nth(0).locator("tr").count() == len(rec["task"]["input_table"])
+    assert task_tables.nth(0).locator("tr").count() == len(rec["task"]["examples"][0]["input"])
     assert page.locator("#case pre.code").count() == sum(bool(x["code"]) for x in rec["rounds"])
     assert page.locator("#case pre.code .kw").count() > 0
     assert page.locator("#case .hindsight .hslabel").count() >= 2
