@@ -85,18 +85,6 @@ def export_parser():
         epilog="See docs/import.md.")
 
 
-def _cases(source):
-    from cases import Case, Example
-    from cases.values import task_value_type
-
-    out = []
-    for c in source.cases:
-        kind = task_value_type([o for _, o in c.examples] + [c.test_answer])
-        out.append(Case(c.case_id, c.family, tuple(Example(i, o) for i, o in c.examples), c.test_input,
-                        c.test_answer, value_type=kind, entry=c.entry))
-    return out
-
-
 def _run_config(opts: ImportArgs, source):
     """The ``RunConfig`` an import traces with: backend ``imported`` on the file, K and the repair
     budget from the file unless given."""
@@ -135,7 +123,7 @@ def import_main(argv: list[str]) -> int:
         cfg = _run_config(opts, source)
         check_flags(cfg)
         cfg = cfg.resolved()
-        cases = _cases(source)
+        cases = [c.case() for c in source.cases]
         tcfg = trace_config(cfg, cases)
         done, _ = check_trace_file(cfg, tcfg, log)
         backend = ImportedBackend(cfg.backend, source)

@@ -74,6 +74,16 @@ class ImportedCase:
     def attempts(self) -> int:
         return len(self.direct) + sum(len(ch) for ch in self.programs)
 
+    def case(self):
+        """The ``cases.Case`` traced for this line: its value type read off the outputs (every
+        example's and the answer: ``cases.values.task_value_type``)."""
+        from cases import Case, Example
+        from cases.values import task_value_type
+
+        kind = task_value_type([o for _, o in self.examples] + [self.test_answer])
+        return Case(self.case_id, self.family, tuple(Example(i, o) for i, o in self.examples), self.test_input,
+                    self.test_answer, value_type=kind, entry=self.entry)
+
 
 @dataclass(frozen=True)
 class ImportFile:
