@@ -254,17 +254,19 @@ def read_import_file(path: str | Path) -> ImportFile:
 
 GIVEN = "given"  # the parse status of an answer or program recorded as already parsed (the rollout's)
 NOT_RECORDED = "not_recorded"  # the finish reason of a direct answer the source never gave
+UNKNOWN_MODEL = "unknown"  # an imported record's model when its file names none
 
 
-def _export_attempt(part: dict, kind: str, model: str) -> dict:
+def _export_attempt(part: dict, kind: str, model: str | None) -> dict:
     """One direct answer or program round of a record as an ATTEMPT: its raw text (parsed again on
     import, as it was when traced), or the value when it was recorded as already parsed; its own
-    model, else the record's (``model``)."""
+    model, else ``model`` (the record's, when no attempt of it names its own)."""
     if part["parse"]["status"] == GIVEN:
         out = {"answer": _direct_value(part)} if kind == "direct" else {"code": part["code"]}
     else:
         out = {"text": part["raw"]}
-    out["model"] = part.get("model") or model
+    if part.get("model") or model:
+        out["model"] = part.get("model") or model
     if "prompt" in part:
         out["prompt"] = part["prompt"]
     if "prompt" not in part and part.get("feedback"):  # a repair: what it was shown, read back as its feedback
@@ -299,9 +301,12 @@ def export_case(record: dict) -> dict:
     if entry != "transform":
         out["entry"] = entry
     direct = record["direct"]
-    if direct.get("finish_reason") != NOT_RECORDED:
-        out["direct"] = [_export_attempt(direct, "direct", record["model"])]
     chains = [ch for ch in [record["rounds"], *record.get("samples", [])] if ch]
+    # a live backend's record names its model once; an imported one per attempt (or not at all)
+    named = any("model" in p for p in [direct, *(r for ch in chains for r in ch)])
+    model = None if named or record["model"] == UNKNOWN_MODEL else record["model"]
+    if direct.get("finish_reason") != NOT_RECORDED:
+        out["direct"] = [_export_attempt(direct, "direct", model)]
     if chains:
-        out["programs"] = [[_export_attempt(r, "program", record["model"]) for r in ch] for ch in chains]
+        out["programs"] = [[_export_attempt(r, "program", model) for r in ch] for ch in chains]
     return out

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from .base import Backend, BackendConfig, Completion, GenerationRequest
 from common.errors import ConfigError
-from tracegen.importfile import NOT_RECORDED
+from tracegen.importfile import NOT_RECORDED, UNKNOWN_MODEL
 
 
 def _completion(attempt) -> Completion:
@@ -40,6 +40,12 @@ def _completion(attempt) -> Completion:
         given=None if attempt.kind == "text" else (attempt.value,),
         provenance=prov,  # set (if empty): the output was made elsewhere
     )
+
+
+def _models(case) -> list[str]:
+    """The models a case's attempts name, each once, in the order they appear."""
+    return list(dict.fromkeys(a.meta["model"] for a in (*case.direct, *(x for ch in case.programs for x in ch))
+                              if "model" in a.meta))
 
 
 def _absent() -> Completion:
@@ -79,9 +85,8 @@ class ImportedBackend(Backend):
         self.source = source
         self.cases = {c.case_id: c for c in source.cases}
         self.asked: set[tuple] = set()  # (case_id, kind, round, sample) answered with a recorded output
-        models = list(dict.fromkeys(a.meta["model"] for c in source.cases
-                                    for a in (*c.direct, *(x for ch in c.programs for x in ch)) if "model" in a.meta))
-        self._model = ", ".join(models) if models else "unknown"
+        models = list(dict.fromkeys(m for c in source.cases for m in _models(c)))
+        self._model = ", ".join(models) if models else UNKNOWN_MODEL
 
     def check_cases(self, case_ids: list[str]) -> None:
         missing = [c for c in case_ids if c not in self.cases]
@@ -104,7 +109,11 @@ class ImportedBackend(Backend):
         return chain[rnd] if rnd < len(chain) else None
 
     def record_extras(self, case_id: str) -> dict:
-        return {"source": {"file": self.source.name, "line": self.cases[case_id].line}}
+        """The file and line a case came from, and its own model: those of its attempts, in order
+        (``unknown`` when the file names none; each attempt's own is in its part of the record)."""
+        case = self.cases[case_id]
+        return {"model": self.config.model or ", ".join(_models(case)) or UNKNOWN_MODEL,
+                "source": {"file": self.source.name, "line": case.line}}
 
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:
         out = []
