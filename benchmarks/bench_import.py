@@ -4,12 +4,13 @@
     python benchmarks/bench_import.py --cases 200      # a quicker look
 
 A file of ``--cases`` generated cases is written to a temporary folder, a third each of string
-tables, grids with three examples and strings, each with one direct answer and one program chain of
-four attempts (five attempts a case; ``--kinds`` picks fewer kinds): the first program is wrong, the second raises, the third
-passes every public example and the fourth comes after the pass, so the import cuts it (counted).
-Then the import runs in this process, as the command does (every line checked, the rollout with the
-``imported`` backend, the sandbox with ``--workers``), and prints the wall seconds, cases/s and
-programs/s (programs run: each twice in the sandbox, on the public examples and the new input),
+tables (one example), grids with three examples and strings (three examples), each with one direct
+answer and one program chain of four attempts (five attempts a case; ``--kinds`` picks fewer
+kinds): the first program is wrong, the second raises, the third passes every public example and
+the fourth comes after the pass, so the import cuts it (counted). Then the import runs in this
+process, as the command does (every line checked, the rollout with the ``imported`` backend, the
+sandbox with ``--workers``), and prints the wall seconds, cases/s and programs/s (programs run:
+each in the sandbox on every public example and on the new input),
 with the machine's load average at the start (on a shared machine the ratio to the goal is the
 figure to quote).
 """
@@ -61,7 +62,8 @@ def case_line(i: int, kinds=("table", "grid", "string")) -> dict:
              {"text": f"Fixed:\n```python\n{right}```", "tokens": {"prompt": 450, "completion": 40}},
              {"code": right + "# asked again after it passed\n"}]
     return {"case_id": f"{kind}/case_{i:05d}", "family": f"{kind}_{i % 7}", "examples": examples,
-            "test": {"input": test, "output": answer}, "direct": [{"answer": answer if i % 2 else examples[0]["output"]}],
+            "test": {"input": test, "output": answer},
+            "direct": [{"answer": answer if i % 2 else examples[0]["output"]}],
             "programs": [chain]}
 
 

@@ -21,7 +21,8 @@ MODEL = "gpt-4-0613"  # the bundle README's "model: gpt4-0613"
 
 
 def convert(bundle: Path) -> list[dict]:
-    tasks = {t["larc_task_id"]: t for t in json.loads(gzip.open(bundle / "tasks" / "arc_random100_tasks.json.gz").read())}
+    with gzip.open(bundle / "tasks" / "arc_random100_tasks.json.gz") as fh:
+        tasks = {t["larc_task_id"]: t for t in json.load(fh)}
     lines = []
     for row in map(json.loads, (bundle / "derived" / "selected_programs.jsonl").read_text().splitlines()):
         task = tasks[row["larc_task_id"]]

@@ -174,7 +174,7 @@ def _attempt(v, key: str, allowed: tuple) -> Attempt:
         meta["tokens"] = {k: _count(t[k], f"{key}.tokens.{k}") for k in ("prompt", "completion") if k in t}
     if "logprobs" in v:
         lp = _object(v["logprobs"], f"{key}.logprobs", ("mean", "min", "tokens"))
-        meta["logprobs"] = {k: (_count(x, f"{key}.logprobs.{k}") if k == "tokens" else _number(x, f"{key}.logprobs.{k}"))
+        meta["logprobs"] = {k: (_count if k == "tokens" else _number)(x, f"{key}.logprobs.{k}")
                             for k, x in lp.items()}
     if "finish_reason" in v:
         _want(isinstance(v["finish_reason"], str) and v["finish_reason"], f"{key}.finish_reason",

@@ -45,7 +45,8 @@ def test_the_hand_written_file_reads_as_written():
     (lambda d: d.update(programs=[[]]), "programs[0]", "non-empty list"),
     (lambda d: d.update(programs=[[{"answer": 1}]]), "programs[0][0].answer", "chain holds programs"),
     (lambda d: d.update(programs=[[{"code": "x", "tokens": {"prompt": -1}}]]), "programs[0][0].tokens.prompt", ">= 0"),
-    (lambda d: d.update(direct=[{"text": "1", "prompt": [{"role": "user"}]}]), "direct[0].prompt[0].content", "missing"),
+    (lambda d: d.update(direct=[{"text": "1", "prompt": [{"role": "user"}]}]), "direct[0].prompt[0].content",
+     "missing"),
     (lambda d: d.update(direct=[], programs=[]), "direct", "no attempt"),
 ])
 def test_a_bad_line_is_named_by_number_and_key(tmp_path, change, key, words):
