@@ -490,7 +490,8 @@ def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig, prompts: str) -> 
         "schema_version": SCHEMA_VERSION,
         "case_id": a.case.case_id, "family": a.case.family, "split": a.split,
         "backend": backend.name, "model": backend.model_name, "max_repairs": cfg.max_repairs,
-        "prompts": prompts,
+        # the templates that built its prompts; none for outputs answered to prompts made elsewhere
+        **({"prompts": prompts} if getattr(backend, "writes_prompts", True) else {}),
         "task": {"examples": [{"input": e.input, "output": e.output} for e in a.case.examples],
                  "test_input": a.case.test_input, "value_type": a.case.value_type, "entry": a.case.entry},
         "direct": a.direct, "rounds": chains[0],

@@ -265,6 +265,9 @@ class Backend(ABC):
     # the headroom probe's own kind (it traces with the synthesizer): the run's backend then
     # answers the probe, so the probe's direct answers and first programs are made once
     shares_probe: bool = False
+    # its outputs answer the prompts this toolkit writes (False: the imported backend's were made
+    # elsewhere, so its records name no prompt template version)
+    writes_prompts: bool = True
 
     @classmethod
     def check_config(cls, config: BackendConfig) -> None:

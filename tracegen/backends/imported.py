@@ -57,6 +57,7 @@ class ImportedBackend(Backend):
     name = "imported"
     deterministic = True
     caches_generations = False
+    writes_prompts = False
 
     @classmethod
     def trace_settings(cls, config: BackendConfig) -> dict:
