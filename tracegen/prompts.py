@@ -24,7 +24,7 @@ import json
 from sandbox import allowed_modules
 
 from .backends.base import Feedback, Table, Task
-from .value_text import TYPE_WORDS, render_value, value_diff
+from .value_text import TYPE_WORDS, render_table, render_value, value_diff
 
 MAX_FEEDBACK_CHARS = 1500
 MAX_DIFF_ROWS = 6
@@ -45,14 +45,6 @@ _WRITE_RULES = (
     + "; do not read files or use the network. "
     "Answer with the complete function in one ```python code block."
 )
-
-
-def render_table(table: Table) -> str:
-    """Compact JSON, one row per line (``[\\n["a","b"],\\n["c","d"]\\n]``)."""
-    if not table:
-        return "[]"
-    rows = [json.dumps(row, ensure_ascii=False, separators=(",", ":")) for row in table]
-    return "[\n" + ",\n".join(rows) + "\n]"
 
 
 SYSTEM_PROMPT_VALUES = (

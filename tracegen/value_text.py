@@ -21,13 +21,19 @@ TYPE_WORDS = {  # what a value is, in the system prompt and the program's signat
 }
 
 
+def render_table(table) -> str:
+    """How prompts show a table: compact JSON, one row per line (``[\\n["a","b"],\\n["c","d"]\\n]``)."""
+    if not table:
+        return "[]"
+    rows = [json.dumps(row, ensure_ascii=False, separators=(",", ":")) for row in table]
+    return "[\n" + ",\n".join(rows) + "\n]"
+
+
 def render_value(v: Any, value_type: str) -> str:
     """How a prompt shows ``v``: grids one row per line, tables as JSON rows, else compact JSON."""
     if value_type == "grid" and is_grid(v):
         return "\n".join(" ".join(str(c) for c in row) for row in v)
     if value_type in ("table", "grid") and is_table(v) and v:
-        from .prompts import render_table
-
         return render_table(v)
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 

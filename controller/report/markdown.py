@@ -215,11 +215,13 @@ def _failures(s: Mapping) -> list[str]:
     heads = ["Category"] + cols + ["total"]
     rule = f.get("close_miss_rule") or {}
     rows = [["scored cases"] + [d.get("n", 0) for d in data]]
+    # categories beyond the fixed ones (declined attempts) only where a run has any
+    extra = lambda key, fixed: [c for d in data for c in d.get(key, {}) if c not in fixed]  # noqa: E731
     rows += [[f"direct: {c.replace('_', ' ')}"] + [d.get("direct", {}).get(c, 0) for d in data]
-             for c in DIRECT_CATEGORIES]
+             for c in dict.fromkeys([*DIRECT_CATEGORIES, *extra("direct", DIRECT_CATEGORIES)])]
     rows += [["program rounds"] + [d.get("n_rounds", 0) for d in data]]
     rows += [[f"round: {c}"] + [d.get("round_categories", {}).get(c, 0) for d in data]
-             for c in ROUND_CATEGORIES]
+             for c in dict.fromkeys([*ROUND_CATEGORIES, *extra("round_categories", ROUND_CATEGORIES)])]
     for key, label in (("overfit_rounds", "passed example, wrong on new input (rounds)"),
                        ("overfit_cases", "passed example, wrong on new input (cases)"),
                        ("hidden_only_rounds", "right on new input, failed example (rounds)"),

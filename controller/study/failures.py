@@ -47,6 +47,9 @@ SANDBOX_ERRORS = (
 ROUND_CATEGORIES = ("parse", "truncated_thinking") + SANDBOX_ERRORS + ("wrong_output", "pass")
 DIRECT_CATEGORIES = ("correct", "truncated_thinking", "unparsed", "wrong_shape", "close_miss", "far_miss")
 TRUNCATED = "truncated_thinking"
+# an attempt the backend declined (synth on a task its DSL does not answer): a category of direct
+# answers and rounds alike, counted only where it occurs (a run without any keeps its counts' keys)
+DECLINED = "declined"
 
 
 # ----------------------------------------------------------------------------- pure helpers
@@ -78,12 +81,12 @@ def is_close_miss(table: Table, answer: Table) -> bool:
 
 
 def direct_category(record: Mapping) -> str:
-    """One of DIRECT_CATEGORIES for the record's direct answer (record must be scored)."""
+    """One of DIRECT_CATEGORIES (or DECLINED) for the record's direct answer (record must be scored)."""
     table = direct_value(record)
     answer = record["hidden"]["answer"]
     if table is None:
         parse = (record.get("direct") or {}).get("parse") or {}
-        return TRUNCATED if parse.get("status") == TRUNCATED else "unparsed"
+        return parse.get("status") if parse.get("status") in (TRUNCATED, DECLINED) else "unparsed"
     if values_equal(table, answer):
         return "correct"
     if not (_two_d(table) and _two_d(answer)):  # a grid's rows, a list, a string: no cells to count
@@ -94,9 +97,10 @@ def direct_category(record: Mapping) -> str:
 
 
 def round_category(rnd: Mapping) -> str:
-    """One of ROUND_CATEGORIES for what a program round did on the public example."""
+    """One of ROUND_CATEGORIES (or DECLINED) for what a program round did on the public example."""
     if not rnd.get("code"):  # the parser found no program in the raw text
-        return TRUNCATED if (rnd.get("parse") or {}).get("status") == TRUNCATED else "parse"
+        status = (rnd.get("parse") or {}).get("status")
+        return status if status in (TRUNCATED, DECLINED) else "parse"
     if rnd.get("visible_pass"):
         return "pass"
     visible = rnd.get("visible") or {}
@@ -169,7 +173,8 @@ def _count(records: Sequence[Mapping], outcomes_by_policy: Mapping | None) -> di
            "hidden_only_rounds": 0, "unsolvable_cases": 0, "unsolvable_families": set(),
            "direct_cut_off": 0, "cut_off_rounds": 0, "budget_cut_rounds": 0}
     for rec in records:
-        direct[direct_category(rec)] += 1
+        cat = direct_category(rec)
+        direct[cat] = direct.get(cat, 0) + 1
         out["direct_cut_off"] += (rec.get("direct") or {}).get("finish_reason") == "length"
         overfit_here = 0
         for rnd, hidden_exact in zip(rec.get("rounds") or [], _hidden_rounds(rec)):
@@ -178,7 +183,7 @@ def _count(records: Sequence[Mapping], outcomes_by_policy: Mapping | None) -> di
             out["cut_off_rounds"] += rnd.get("finish_reason") == "length"  # hit --max-new-tokens
             out["budget_cut_rounds"] += rnd.get("finish_reason") == "budget"  # hit --synth-time-budget
             cat = round_category(rnd)
-            rounds[cat] += 1
+            rounds[cat] = rounds.get(cat, 0) + 1
             if cat == "pass" and hidden_exact is False:
                 overfit_here += 1
             if cat != "pass" and hidden_exact:

@@ -4,8 +4,6 @@ record and is the prompt's text, direct answers are read against the examples' v
 graded by exact equality, and synth declines what its table DSL cannot answer."""
 import json
 
-import pytest
-
 from cases import Case, Example
 from sandbox.result import RunResult
 from tracegen.backends import BackendConfig, get_backend
