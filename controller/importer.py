@@ -34,6 +34,7 @@ class ImportArgs:
 
     root: str = _f(".", "run directory; the traces go to ROOT/reports/fresh_traces.jsonl")
     resume: bool = _f(False, "continue an import that was stopped, skipping the cases already traced")
+    force: bool = _f(False, "with --resume: continue even if the file or the settings changed since")
     program_samples: int | None = _f(None, "program samples per case, K (default: the most chains any case of the "
                                            "file holds; chains past K are dropped and counted)")
     max_repairs: int | None = _f(None, "repair rounds after a chain's first program (default: the longest chain "
@@ -95,6 +96,7 @@ def _run_config(opts: ImportArgs, source):
     k = opts.program_samples or max(source.max_samples, 1)
     r = opts.max_repairs if opts.max_repairs is not None else max(source.longest_chain - 1, 0)
     return RunConfig(root=opts.root, cases=f"import:{source.name}", generate_traces=True, resume=opts.resume,
+                     force=opts.force,
                      progress=opts.progress, workers=opts.workers,
                      backend=BackendConfig(name="imported", import_path=str(Path(source.path).resolve())),
                      rollout=RolloutConfig(max_repairs=r, program_samples=k, exec_timeout_s=opts.exec_timeout_s,
@@ -183,12 +185,12 @@ def summary_line(n: dict) -> str:
     def s(k, word):
         return f"{n[k]} {word}{'s' * (n[k] != 1)}"
 
-    extra = [f"{n[k]} {what}" for k, what in (
-        ("dropped_over_budget", "attempts past --max-repairs dropped"),
-        ("dropped_samples", "attempts of chains past --program-samples dropped"),
-        ("dropped_direct", "direct answers after the first dropped")) if n[k]]
+    extra = [f"{s(k, word)} {what}" for k, word, what in (
+        ("dropped_over_budget", "attempt", "past --max-repairs dropped"),
+        ("dropped_samples", "attempt", "of chains past --program-samples dropped"),
+        ("dropped_direct", "direct answer", "after the first dropped")) if n[k]]
     return (f"imported {s('cases', 'case')}, {s('attempts', 'attempt')} ({n['used']} used): "
-            f"{s('cut_after_pass', 'chain')} cut after a pass ({n['dropped_after_pass']} attempts dropped), "
+            f"{s('cut_after_pass', 'chain')} cut after a pass ({s('dropped_after_pass', 'attempt')} dropped), "
             f"{s('unparsable', 'unparsable attempt')}" + "".join(f"; {e}" for e in extra))
 
 

@@ -115,6 +115,28 @@ def test_resume_skips_the_cases_already_imported(imported, tmp_path):
     assert (again / "reports" / "fresh_traces.jsonl").read_bytes() == before
 
 
+def test_the_counts_say_what_was_dropped_and_why():
+    from controller.importer import import_counts, summary_line
+    from inprocess import InProcessSandbox
+    from tracegen.backends import BackendConfig
+    from tracegen.backends.imported import ImportedBackend
+    from tracegen.importfile import read_import_file
+    from tracegen.rollout import RolloutConfig, trace_cases
+
+    source = read_import_file(HAND)
+    recs = trace_cases([c.case() for c in source.cases], {}, ImportedBackend(BackendConfig(name="imported"), source),
+                       InProcessSandbox(), RolloutConfig(max_repairs=0, program_samples=1, progress=False))
+    n = import_counts(source, recs, k=1)
+    # the string chain passes at once (2 cut after it); the grid chain's repair is past --max-repairs 0;
+    # the table case's second chain is past --program-samples 1
+    assert (n["cut_after_pass"], n["dropped_after_pass"], n["dropped_over_budget"], n["dropped_samples"]) == (1, 2, 1, 1)
+    assert n["attempts"] == 10 and n["used"] == 6 and n["unparsable"] == 0
+    line = summary_line(n)
+    assert line.startswith("imported 3 cases, 10 attempts (6 used): 1 chain cut after a pass (2 attempts dropped), "
+                           "0 unparsable attempts; 1 attempt past --max-repairs dropped; 1 attempt of chains past "
+                           "--program-samples dropped"), line
+
+
 def _summary(root):
     return json.loads((Path(root) / "reports" / "final_summary.json").read_text())
 
