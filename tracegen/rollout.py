@@ -11,6 +11,13 @@ function); it passes when it reproduces every example (``cases.values_equal``). 
 the repair feedback its prompt showed (``feedback``, schema v4). Records are appended in case order
 once their chunk is done.
 
+Recorded outputs (the ``imported`` backend, docs/import.md) go through the same loop: an answer or
+program the backend gives already parsed (``Completion.given``) is taken as it is; a request it
+holds nothing for (``Completion.absent``) ends that chain without a round (the record's
+``chain_repairs`` then says how far each chain could be repaired; a sample never drawn is no chain
+of the record); its attempts keep their provenance (``model``, ``prompt``) and no ``gen_ms`` when
+none was recorded. Attempts the source made after a chain's first pass are never asked for.
+
 Memory: a program's output may be 4 MiB of JSON (``sandbox.OutputLimits``), which decodes to tens of MB
 of ``str`` objects. Each output is graded as it arrives, then kept only as JSON text in an unnamed
 temporary file (``_Outputs``) until its case's record is built and written, so the parent holds the
