@@ -58,10 +58,10 @@ from .parsing import Parsed
 from .conversations import prompt_digest, prompt_digest_of, round_feedback, round_messages
 from common.errors import check
 from .grading import hidden_block
-from .importfile import GIVEN
 from .parse_values import parse_answer
 from .parsing import parse_code
 from .progress import Progress
+from .recorded import provenance_into, recorded_parse, timed
 from .prompts import describe_feedback, direct_messages, write_messages
 from .records import SCHEMA_VERSION, append_record, reorder_records
 
@@ -279,53 +279,25 @@ def _direct_wave(backend: Backend, attempts: list[_Attempt], gens: _Generations 
                       **({"wrapper": parsed.wrapper} if parsed.wrapper else {})},
             "prompt_tokens": comp.prompt_tokens,
             "completion_tokens": comp.completion_tokens,
-            **_timed(comp),
+            **timed(comp),
             "finish_reason": comp.finish_reason,
             "search_nodes": int(getattr(comp, "search_nodes", 0)),
         }
         _logprobs_into(a.direct, comp)
-        _provenance_into(a.direct, comp)
+        provenance_into(a.direct, comp)
 
 
 def _parsed(comp, task: Task, kind: str) -> Parsed:
     """The answer (``kind`` "direct") or program of a completion: parsed from its text as every
-    model's output is, taken as it is when the backend gives it parsed (``Completion.given``), or
-    nothing when the backend recorded none (``Completion.absent``)."""
-    if getattr(comp, "absent", False):
-        return Parsed(None, "failed", "no output recorded")
-    given = getattr(comp, "given", None)
-    if given is not None:
-        return Parsed(given[0], GIVEN, "recorded as parsed")
+    model's output is, or as its backend recorded it (``recorded.recorded_parse``)."""
+    recorded = recorded_parse(comp)
+    if recorded is not None:
+        return recorded
     if kind == "direct":
         return _parse_direct(task, comp)
     if comp.finish_reason == DECLINED:
         return Parsed(None, DECLINED, comp.text or "the backend does not attempt this task")
     return parse_code(comp.text, task.entry)
-
-
-def _timed(comp) -> dict:
-    """``gen_ms`` of a completion, absent when its backend recorded no time (imported outputs)."""
-    return {} if comp.latency_ms is None else {"gen_ms": round(comp.latency_ms, 3)}
-
-
-def _provenance_into(part: dict, comp) -> None:
-    """Where an output made elsewhere came from (``model``, ``prompt``), when its backend says so
-    (``Completion.provenance`` not None: the imported backend). Such a repair was shown its
-    recorded prompt, not the feedback this rollout would write: ``feedback`` is that prompt's text
-    (a chat's last user message), or null when none was recorded."""
-    prov = getattr(comp, "provenance", None)
-    if prov is None:
-        return
-    part.update(prov)
-    if part.get("kind") == "fix":
-        part["feedback"] = _prompt_text(prov["prompt"]) if "prompt" in prov else None
-
-
-def _prompt_text(prompt) -> str:
-    if isinstance(prompt, str):
-        return prompt
-    users = [m["content"] for m in prompt if m.get("role") == "user"]
-    return users[-1] if users else prompt[-1]["content"]
 
 
 DECLINED = "declined"  # a backend's finish_reason (and then the parse status) for a task it does not attempt
@@ -433,13 +405,13 @@ def _round(a: _Attempt, req: GenerationRequest, comp, p, vis_results, test_res) 
         "parse": {"status": p.status, "detail": p.detail},
         "visible": visible, "visible_pass": passed, "test": test, "test_output": test_output,
         "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
-        **_timed(comp), "finish_reason": comp.finish_reason,
+        **timed(comp), "finish_reason": comp.finish_reason,
         "search_nodes": int(comp.search_nodes),
     }
     if runs is not None:
         rnd["visible_runs"] = runs
     _logprobs_into(rnd, comp)
-    _provenance_into(rnd, comp)
+    provenance_into(rnd, comp)
     return rnd
 
 
