@@ -27,20 +27,6 @@ def records(root):
     return {r["case_id"]: r for r in read_traces(Path(root) / "reports" / "fresh_traces.jsonl")}
 
 
-def _sandbox_runs_values() -> bool:
-    """Does this sandbox build run programs on values other than tables (``kind``, the sandbox's
-    side of the tasks over any value)? The hand-written file's grid and string tasks need it."""
-    import inspect
-
-    from sandbox import run_transform
-
-    return "kind" in inspect.signature(run_transform).parameters
-
-
-needs_values = pytest.mark.skipif(not _sandbox_runs_values(), reason="the sandbox does not run grid or string values "
-                                  "yet (run_transform has no kind)")
-
-
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory):
     root = tmp_path_factory.mktemp("imported")
@@ -49,7 +35,6 @@ def imported(tmp_path_factory):
     return root, r.stdout
 
 
-@needs_values
 def test_the_summary_line_counts_cases_attempts_cut_chains_and_unparsable_attempts(imported):
     _, out = imported
     assert ("imported 3 cases, 10 attempts (8 used): 1 chain cut after a pass (2 attempts dropped), "
@@ -57,7 +42,6 @@ def test_the_summary_line_counts_cases_attempts_cut_chains_and_unparsable_attemp
     assert "analyse with: live-tool-dagger --root" in out
 
 
-@needs_values
 def test_records_are_the_rollouts_with_provenance(imported):
     root, _ = imported
     recs = records(root)
@@ -104,7 +88,6 @@ def test_a_bad_line_refuses_the_file_and_writes_nothing(tmp_path):
     assert not (tmp_path / "root").exists()
 
 
-@needs_values
 def test_resume_skips_the_cases_already_imported(imported, tmp_path):
     root, _ = imported
     again = tmp_path / "again"
