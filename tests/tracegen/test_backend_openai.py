@@ -242,7 +242,10 @@ def test_requests_spread_by_outstanding_load(three):
 def test_failing_endpoint_is_retried_elsewhere_taken_out_and_probed_back(three):
     bad = three[1]
     bad.failures = [503] * 5
-    b = _multi(three, concurrency=1)
+    # a cooldown the first 12 requests cannot outlast on a busy machine (0.3 s was: a probe
+    # then came before they ended and counted a fourth failed attempt)
+    cool = 1.0
+    b = _multi(three, concurrency=1, extra={"probe_after_s": cool})
     out = b.generate([_req(f"a{i}") for i in range(12)])
     assert [c.text for c in out] == [f"echo:a{i}" for i in range(12)]  # none lost
     e = {x["url"]: x for x in b.stats()["endpoints"]}[bad.url]
@@ -251,14 +254,14 @@ def test_failing_endpoint_is_retried_elsewhere_taken_out_and_probed_back(three):
     n_bad = len(bad.bodies)
     b.generate([_req("b0")])
     assert len(bad.bodies) == n_bad  # still out of rotation: not asked
-    time.sleep(0.35)  # the cooldown passes: one request probes it; two more 503s, then it answers
+    time.sleep(cool + 0.05)  # the cooldown passes: one request probes it; two more 503s, then it answers
     for i in range(6):
         b.generate([_req(f"c{i}")])
         time.sleep(0.02)
     e = {x["url"]: x for x in b.stats()["endpoints"]}[bad.url]
     assert len(bad.bodies) > n_bad  # probed
     bad.failures = []
-    time.sleep(2.5)  # failed probes double the wait (0.6 s, 1.2 s)
+    time.sleep(6.5 * cool)  # failed probes double the wait (2 and 4 cooldowns)
     b.generate([_req("d0"), _req("d1"), _req("d2")])
     e = {x["url"]: x for x in b.stats()["endpoints"]}[bad.url]
     assert e["restored"] == 1 and e["in_rotation"] and e["completions"] >= 1
