@@ -181,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m controller.report.readme",
-                                 description="Render README's Results blocks from the committed studies' summaries.",
+                                 description="Render README's Results blocks and docs/results.md's from the committed "
+                                             "studies' summaries.",
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("root", nargs="?", default=".", help="the checkout whose README.md and results/ are read")
     root_p = Path(ap.parse_args(argv).root)
@@ -194,15 +195,20 @@ def main(argv: list[str] | None = None) -> int:
         text = replace_block(text, coders_block(coder_summaries(root_p)), CODERS_START, CODERS_END)
         at = root_p / QUICKSTART / "final_summary.json"
         text = replace_block(text, quickstart_block(json.loads(at.read_text())), QUICKSTART_START, QUICKSTART_END)
-        at = path
+        from controller.report import results_doc
+
+        doc_path = at = root_p / results_doc.DOC
+        doc = results_doc.render(doc_path.read_text(), results_doc.load(root_p))
     except OSError as err:
         print(f"error: {err.filename or at}: {err.strerror or err}", file=sys.stderr)
         return 2
-    except ValueError as err:  # not JSON, or a README without its Results markers
+    except ValueError as err:  # not JSON, or a README (or docs/results.md) without its markers
         print(f"error: {at}: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2
     path.write_text(text)
-    print(f"{path}: Results blocks rendered from {STUDY}/final_summary.json, the coder studies and {QUICKSTART}/")
+    doc_path.write_text(doc)
+    print(f"{path}: Results blocks rendered from {STUDY}/final_summary.json, the coder studies and {QUICKSTART}/; "
+          f"{doc_path}: its blocks from the studies under results/")
     return 0
 
 
