@@ -210,7 +210,8 @@ def learners(ss: Mapping) -> str:
                      + f" (a random router scores {ap.get('random_router')})")
         lora = _pooled(s, "lora_seq_policy")
         if lora:
-            line += f"; the LoRA policy (tiny base, split seed 0) {_rg(lora)}"
+            base = (((s.get("config") or {}).get("experiment") or {}).get("lora") or {}).get("base_model") or "tiny"
+            line += f"; the LoRA policy ({base} base, split seed {(s.get('cv') or {}).get('split_seed', 0)}) {_rg(lora)}"
         out.append(line + ".")
         sav = ((s.get("savings") or {}).get("cv_pooled") or {}).get("learned_rule") or {}
         if sav and w == STUDIES[0][0]:
