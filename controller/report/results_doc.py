@@ -116,10 +116,12 @@ def ceiling(ss: Mapping) -> str:
         c = s.get("ceiling") or {}
         if not c.get("points"):
             continue
-        auc = {(x["model"], x["point"]): x.get("auc") for x in c.get("separability", [])}
+        auc = {(x.get("model"), x.get("point")): x.get("auc") for x in c.get("separability") or []}
         models = list(dict.fromkeys(m for m, _ in auc))
-        rows = [[p["name"], p["cases"], p["safe"], p["savings_if_all_safe_stop"], _pct(p.get("gap_share_if_all_safe_stop")),
-                 " / ".join("n/a" if auc.get((m, p["point"])) is None else f"{auc[(m, p['point'])]:.2f}" for m in models)]
+        rows = [[p.get("name"), p.get("cases"), p.get("safe"), p.get("savings_if_all_safe_stop"),
+                 _pct(p.get("gap_share_if_all_safe_stop")),
+                 " / ".join("n/a" if auc.get((m, p.get("point"))) is None else f"{auc[(m, p.get('point'))]:.2f}"
+                            for m in models)]
                 for p in c["points"]]
         out += [f"**{label}** (`{w}/`): {c.get('n')} cases of {c.get('families')} families; always-tool spends "
                 f"{c.get('always_tool_generations')} program generations, a gap of {c.get('gap_generations')} to "
@@ -130,12 +132,13 @@ def ceiling(ss: Mapping) -> str:
         ins = c.get("in_sample") or []
         oos = c.get("out_of_sample") or []
         rc = c.get("risk_controlled") or []
-        out += ["", f"In-sample at zero lost cases, trees of depth {ins[0]['depth']}-{ins[-1]['depth']} recover "
+        out += ["", f"In-sample at zero lost cases, trees of depth {ins[0].get('depth')}-{ins[-1].get('depth')} recover "
                 + " / ".join(_pct(x.get("gap_share")) for x in ins) + " of the gap." if ins else "",
-                "Out of family: " + "; ".join(f"{x['model']} saves {_pct(x.get('gap_share'))} losing {x['lost']} "
-                                              f"case{'s' if x['lost'] != 1 else ''}" for x in oos) + "." if oos else "",
+                "Out of family: " + "; ".join(f"{x.get('model')} saves {_pct(x.get('gap_share'))} losing "
+                                              f"{x.get('lost')} case{'s' if x.get('lost') != 1 else ''}"
+                                              for x in oos) + "." if oos else "",
                 "Risk-controlled (Learn-Then-Test on the inner folds): " + "; ".join(
-                    f"{x['model']} saves {_pct(x.get('gap_share'))} ({x['lost']} lost)" for x in rc) + "." if rc else "",
+                    f"{x.get('model')} saves {_pct(x.get('gap_share'))} ({x.get('lost')} lost)" for x in rc) + "." if rc else "",
                 f"**{c['sentence']}**" if c.get("sentence") else "", ""]
     return "\n".join(line for line in out).strip()
 

@@ -57,3 +57,10 @@ def test_a_doc_without_a_block_is_refused(summaries):
     cut = doc[:doc.index(start)] + doc[doc.index(end) + len(end):]
     with pytest.raises(ValueError, match="primaries"):
         render(cut, summaries)
+
+
+def test_every_block_renders_from_summaries_missing_keys():
+    """A re-run study whose summary lacks a key renders "n/a", never a traceback."""
+    bare = {where: {} for where, _ in STUDIES}
+    for fn in BLOCKS.values():
+        assert isinstance(fn({}), str) and isinstance(fn(bare), str)
