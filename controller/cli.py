@@ -92,12 +92,9 @@ def build_config(args):
 
 
 def print_table(summary: dict) -> None:
-    res = summary["policy_results"]
-    print(f"\n{'policy':24s} {'dev':>9s} {'test':>9s} {'test gens':>9s} {'repairs':>8s}")
-    for name, r in res.items():
-        d, t = r["dev"], r["test"]
-        print(f"{name:24s} {d['exact']:>3d}/{d['n']:<5d} {t['exact']:>3d}/{t['n']:<5d} "
-              f"{t['program_generations']:>9d} {t['repair_actions']:>8d}")
+    from controller.report.fmt import policy_table
+
+    print("\n" + policy_table(summary))
 
 
 def main(argv=None) -> int:

@@ -302,4 +302,12 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, t0, log, w
         summary["study"].update(traces_started_utc=started or "unknown",
                                 **registration(summary["study"].get("study_file_git"), started))
         settle_rerun(summary)
+    if summary.get("deviations"):  # the traced model and where it departs from its recipe
+        from dataclasses import asdict
+
+        from controller.study.coder import coder_provenance
+
+        coder = coder_provenance(asdict(cfg.backend), cfg.experiment.model_card)
+        if coder:
+            summary["deviations"]["coder"] = coder
     return write_outputs(cfg, result, records, timing, t0, log)

@@ -11,7 +11,14 @@ reads TOML). The run writes into ``--out``:
   another config or export is refused);
 - the trained model itself at the top (``config.json``, weights, tokenizer): a LoRA run is merged
   into its base first, so ``--backend hf --model OUT`` and vLLM load it like any model folder;
-- ``train_log.jsonl``: one line per logging step (step, loss, seconds per step).
+- ``train_log.jsonl``: one line per logging step (step, loss, the learning rate that step used, seconds
+  per step) and one per evaluation (step, eval_loss);
+- ``runs/``: TensorBoard's event files, with ``--report-to tensorboard``.
+
+With a ``dev.jsonl`` the run evaluates its loss every ``--eval-steps`` and at the end, and the model
+written at the top is the checkpoint with the lowest dev loss (``load_best_model_at_end``), not
+necessarily the last. Warmup is a ratio of the steps, and its first step already trains (the
+schedule's factor at step 1 is 1/(warmup + 1), not transformers' 0).
 
 Defaults are the ones measured to work on a 2-core CPU (docs/sft.md): one thread
 (``OMP_NUM_THREADS=1``; two were ~3x slower on a shared machine), batch 1 with 8 accumulated
@@ -57,6 +64,12 @@ class SftConfig:
     save_steps: int = _f(50, "optimizer steps between checkpoints")
     save_total_limit: int = _f(2, "checkpoints kept")
     logging_steps: int = _f(5, "optimizer steps between progress lines")
+    eval_steps: int = _f(0, "optimizer steps between dev-loss evaluations, also at the end (0: every --save-steps); "
+                            "--save-steps must be a multiple of it, so each checkpoint has a dev loss")
+    warmup_ratio: float = _f(0.03, "share of the steps over which the learning rate rises to its peak (its first "
+                                   "step already trains), then cosine decay")
+    report_to: str = _f("none", "where the trainer also logs: none, or tensorboard (OUT/runs; needs the "
+                                "tensorboard package)", choices=("none", "tensorboard"))
     seed: int = _f(0, "seed of the data order and of LoRA's initialisation")
     lora_r: int = _f(16, "lora: adapter rank")
     lora_alpha: int = _f(32, "lora: adapter alpha")
@@ -71,11 +84,42 @@ class SftConfig:
             check(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
         check(self.epochs > 0, "epochs", f"must be > 0, got {self.epochs}")
         check(self.learning_rate >= 0, "learning_rate", f"must be >= 0, got {self.learning_rate}")
+        check(0 <= self.warmup_ratio < 1, "warmup_ratio", f"must be in [0, 1), got {self.warmup_ratio}")
+        check(self.eval_steps >= 0, "eval_steps", f"must be >= 0, got {self.eval_steps}")
+        check(self.save_steps % self.every_eval == 0, "eval_steps",
+              f"`save_steps` ({self.save_steps}) must be a multiple of it ({self.every_eval}), so every checkpoint "
+              "has a dev loss to pick the best by")
+        if self.report_to == "tensorboard":
+            import importlib.util
+
+            check(importlib.util.find_spec("tensorboard") is not None, "report_to",
+                  "tensorboard is not installed (pip install tensorboard, or --report-to none)")
         check(self.device in ("auto", "cpu", "cuda"), "device", f"must be auto, cpu or cuda, got {self.device!r}")
 
     @property
     def lr(self) -> float:
         return self.learning_rate or (5e-5 if self.method == "full" else 2e-4)
+
+    @property
+    def every_eval(self) -> int:
+        return self.eval_steps or self.save_steps
+
+
+def lr_factor(step: int, warmup: int, total: int) -> float:
+    """The share of the peak learning rate optimizer step ``step`` (0-based) uses: a linear rise over
+    ``warmup`` steps that starts at 1/(warmup + 1), not at 0 (transformers' warmup spends its first step
+    at learning rate 0), then cosine decay to 0 over the rest."""
+    import math
+
+    if step < warmup:
+        return (step + 1) / (warmup + 1)
+    return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+
+
+def warmup_steps(ratio: float, total: int) -> int:
+    import math
+
+    return math.ceil(total * ratio)
 
 
 class SftInputError(ValueError):
@@ -128,7 +172,8 @@ def load_export(cfg: SftConfig) -> tuple[list[dict], list[dict], dict, str]:
 def _fingerprint(cfg: SftConfig, digest: str) -> dict:
     """What a resume must share with the run it continues (threads, logging and saving may differ)."""
     keep = {k: v for k, v in asdict(cfg).items()
-            if k not in ("resume", "threads", "logging_steps", "save_steps", "save_total_limit", "out", "device")}
+            if k not in ("resume", "threads", "logging_steps", "save_steps", "save_total_limit", "out", "device",
+                         "eval_steps", "report_to")}
     return {**keep, "train_digest": digest}
 
 
@@ -138,29 +183,69 @@ def _latest_checkpoint(folder: Path) -> str | None:
     return str(found[-1]) if found else None
 
 
+def progress_line(step: int, total: int, logs: dict, per: float | None = None, best: float | None = None) -> str:
+    """The one line a logging step (``loss``) or an evaluation (``eval_loss``) prints."""
+    if "eval_loss" in logs:
+        mark = " (best so far)" if best is not None and logs["eval_loss"] <= best else (
+            f" (best {best:.4f})" if best is not None else "")
+        return f"sft: step {step}/{total}, eval loss {logs['eval_loss']:.4f} on dev{mark}"
+    left = (total - step) * (per or 0.0)
+    return (f"sft: step {step}/{total}, train loss {logs['loss']:.4f}, lr {logs.get('learning_rate', 0.0):.2e}, "
+            f"{per or 0.0:.1f} s/step, ~{left / 60:.0f} min left")
+
+
 def _progress_callback(log_path: Path, total_hint: list):
     from transformers import TrainerCallback
 
     class Progress(TrainerCallback):
-        """One line per logging step: step/total, loss, s/step and the time left; the same in train_log.jsonl."""
+        """One line per logging step (train loss, the learning rate that step used, s/step, time left) and
+        one per evaluation (dev loss); the same in train_log.jsonl. Replaces TRL's printed log dicts."""
 
         def on_train_begin(self, args, state, control, **kw):
             self.t0, self.step0 = time.perf_counter(), state.global_step
             total_hint[0] = state.max_steps
+
+        def _write(self, row: dict) -> None:
+            with open(log_path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
 
         def on_log(self, args, state, control, logs=None, **kw):
             if not logs or "loss" not in logs:
                 return
             done = state.global_step - self.step0
             per = (time.perf_counter() - self.t0) / max(done, 1)
-            left = (state.max_steps - state.global_step) * per
-            print(f"sft: step {state.global_step}/{state.max_steps}, loss {logs['loss']:.4f}, {per:.1f} s/step, "
-                  f"~{left / 60:.0f} min left", file=sys.stderr, flush=True)
-            with open(log_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"step": state.global_step, "loss": logs["loss"], "s_per_step": round(per, 2),
-                                    "epoch": logs.get("epoch")}) + "\n")
+            print(progress_line(state.global_step, state.max_steps, logs, per), file=sys.stderr, flush=True)
+            self._write({"step": state.global_step, "loss": logs["loss"], "lr": logs.get("learning_rate"),
+                         "s_per_step": round(per, 2), "epoch": logs.get("epoch")})
+
+        def on_evaluate(self, args, state, control, metrics=None, **kw):
+            if not metrics or "eval_loss" not in metrics:
+                return
+            seen = [r["eval_loss"] for r in state.log_history if "eval_loss" in r]
+            print(progress_line(state.global_step, state.max_steps, metrics, best=min(seen or [metrics["eval_loss"]])),
+                  file=sys.stderr, flush=True)
+            self._write({"step": state.global_step, "eval_loss": metrics["eval_loss"], "epoch": metrics.get("epoch")})
 
     return Progress()
+
+
+def training_args(cfg: SftConfig, out: Path, max_length: int, checkpointing: bool, use_cuda: bool, bf16: bool,
+                  has_dev: bool) -> dict:
+    """``SFTConfig``'s keywords: evaluation on dev (every ``eval_steps`` and at the end) with the best
+    checkpoint loaded at the end when there is a dev set; the scheduler is ``lr_factor``'s (set by the
+    trainer, so no warmup keyword here)."""
+    every = cfg.every_eval
+    evaluate = dict(eval_strategy="steps", eval_steps=every, load_best_model_at_end=True,
+                    metric_for_best_model="eval_loss", greater_is_better=False, prediction_loss_only=True,
+                    per_device_eval_batch_size=cfg.batch_size) if has_dev else dict(eval_strategy="no")
+    return dict(
+        output_dir=str(out / "checkpoints"), num_train_epochs=cfg.epochs, max_steps=cfg.max_steps or -1,
+        per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.grad_accum,
+        learning_rate=cfg.lr, max_length=max_length,
+        gradient_checkpointing=checkpointing, save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit,
+        logging_steps=cfg.logging_steps, seed=cfg.seed, disable_tqdm=True,
+        report_to=[] if cfg.report_to == "none" else [cfg.report_to],
+        use_cpu=not use_cuda, bf16=bf16, dataloader_num_workers=0, **evaluate)
 
 
 def train(cfg: SftConfig) -> dict:
@@ -187,7 +272,7 @@ def train(cfg: SftConfig) -> dict:
     import transformers
     import trl
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback
     from trl import SFTConfig, SFTTrainer
 
     from tracegen.models import resolve_model
@@ -212,22 +297,32 @@ def train(cfg: SftConfig) -> dict:
 
         peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, task_type="CAUSAL_LM",
                                  target_modules="all-linear")
-    args = SFTConfig(
-        output_dir=str(ckpt), num_train_epochs=cfg.epochs, max_steps=cfg.max_steps or -1,
-        per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.grad_accum,
-        learning_rate=cfg.lr, lr_scheduler_type="cosine", warmup_steps=0.03, max_length=max_length,
-        gradient_checkpointing=checkpointing, save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit,
-        logging_steps=cfg.logging_steps, seed=cfg.seed, report_to=[], disable_tqdm=True,
-        use_cpu=not use_cuda, bf16=bool(use_cuda and torch.cuda.is_bf16_supported()), dataloader_num_workers=0,
-        eval_strategy="no")
+    args = SFTConfig(**training_args(cfg, out, max_length, checkpointing, use_cuda,
+                                     bool(use_cuda and torch.cuda.is_bf16_supported()), bool(dev_rows)))
+    if cfg.report_to == "tensorboard":  # transformers 5 takes TensorBoard's folder from the environment only
+        os.environ["TENSORBOARD_LOGGING_DIR"] = str(out / "runs")
     log_path = out / "train_log.jsonl"
     total = [0]
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(train_rows),
-                         processing_class=tok, peft_config=peft_config,
-                         callbacks=[_progress_callback(log_path, total)])
+
+    class Trainer(SFTTrainer):
+        def create_scheduler(self, num_training_steps, optimizer=None):
+            if self.lr_scheduler is None:
+                w = warmup_steps(cfg.warmup_ratio, num_training_steps)
+                self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
+                    optimizer or self.optimizer, lambda s: lr_factor(s, w, num_training_steps))
+                self._created_lr_scheduler = True
+            return self.lr_scheduler
+
+    trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_list(train_rows),
+                      eval_dataset=Dataset.from_list(dev_rows) if dev_rows else None,
+                      processing_class=tok, peft_config=peft_config,
+                      callbacks=[_progress_callback(log_path, total)])
+    trainer.remove_callback(PrinterCallback)  # its raw dicts on stdout: the Progress lines say the same
     kept = len(trainer.train_dataset)
     print(f"sft: {kept} of {len(train_rows)} rows to train on (TRL drops a row whose completion the length cuts "
           f"away entirely), {max_length} tokens each at most, {cfg.batch_size * cfg.grad_accum} rows a step"
+          + (f"; dev loss on {len(trainer.eval_dataset)} dev rows every {cfg.every_eval} steps and at the end, "
+             "the best checkpoint kept" if dev_rows else "; no dev.jsonl rows: no evaluation, the last step kept")
           + (f"; resuming from {resume_from}" if resume_from else ""), file=sys.stderr, flush=True)
     if not kept:
         raise SftInputError(f"--max-length {max_length}: every row's completion lies past it (give a longer one, "
@@ -243,9 +338,17 @@ def train(cfg: SftConfig) -> dict:
     summary = {"steps": trainer.state.global_step, "seconds": round(seconds, 1),
                "train_loss": round(float(result.training_loss), 4), "model": str(out), "resumed_from": resume_from,
                "max_length": max_length, "gradient_checkpointing": checkpointing, "rows": len(train_rows),
-               "rows_trained": kept}
+               "rows_trained": kept, "dev_rows": len(dev_rows),
+               "eval_loss": _last_eval(trainer.state.log_history),
+               "best_eval_loss": None if trainer.state.best_metric is None else round(trainer.state.best_metric, 4),
+               "best_checkpoint": trainer.state.best_model_checkpoint}
     (out / "sft_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
+
+
+def _last_eval(history: list[dict]) -> float | None:
+    losses = [r["eval_loss"] for r in history if "eval_loss" in r]
+    return round(losses[-1], 4) if losses else None
 
 
 def make_parser():
@@ -274,6 +377,8 @@ def main(argv: list[str]) -> int:
     except SftInputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"sft: {summary['steps']} steps in {summary['seconds']:.0f} s, train loss {summary['train_loss']}; "
+    kept = (f"; dev loss {summary['eval_loss']} at the end, best {summary['best_eval_loss']} "
+            f"({Path(summary['best_checkpoint']).name}, the model written)" if summary["best_checkpoint"] else "")
+    print(f"sft: {summary['steps']} steps in {summary['seconds']:.0f} s, train loss {summary['train_loss']}{kept}; "
           f"the model is in {summary['model']} (--backend hf --model {summary['model']})")
     return 0

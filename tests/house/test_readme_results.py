@@ -63,3 +63,18 @@ def test_the_renderer_refuses_a_checkout_without_a_summary_and_writes_nothing(tm
     err = capsys.readouterr().err
     assert err.startswith(f"error: {tmp_path / STUDY / 'final_summary.json'}: ") and err.count("\n") == 1
     assert (tmp_path / "README.md").read_text() == "unchanged\n"
+
+
+def test_readme_quickstart_table_is_the_committed_quickstart_run():
+    """The healthy-quickstart table is the default quickstart's own summary (it once showed best_fixed at
+    106/41 while the quickstart printed 97/32)."""
+    from controller.report.fmt import policy_table
+    from controller.report.readme import QUICKSTART, QUICKSTART_END, QUICKSTART_START, quickstart_block
+
+    s = json.loads((ROOT / QUICKSTART / "final_summary.json").read_text())
+    block = read_block((ROOT / "README.md").read_text(), QUICKSTART_START, QUICKSTART_END)
+    assert block == quickstart_block(s), "README's quickstart table is stale: run python -m controller.report.readme"
+    assert policy_table(s) in block
+    cfg = s["config"]  # the quickstart's command: defaults plus --generate-traces --train-lora
+    assert cfg["cases"] == "foofah" and cfg["generate_traces"] and cfg["experiment"]["train_lora"]
+    assert cfg["backend"]["name"] == "synth" and cfg["experiment"]["cv_folds"] == 0 and cfg.get("limit_total") is None

@@ -77,7 +77,7 @@ def _odd_config() -> RunConfig:
                                     dagger_beta=0.25, cv_folds=3, cost="tokens", seeds=2, frontier_lambdas=(0.0, 1.0),
                                     rule_lambdas=(0.1,), margin=0.05, lora_frontier_lambdas=(0.5,),
                                     policies=("direct_only", "always_tool_visible"), progress=False,
-                                    bootstrap_resamples=99, adapters_dir="/x/adapters", study="s.toml",
+                                    bootstrap_resamples=99, adapters_dir="/x/adapters", study="s.toml", model_card=__file__,
                                     split_seed=4, split_seeds=2, nested_rule=True, nested_folds=3,
                                     lora=LoraPolicyConfig(base_model="smollm2", cache_dir="/x/tiny", max_steps=3,
                                                           learning_rate=1e-4, batch_size=2, grad_accum=2,
