@@ -182,6 +182,7 @@ def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0, 
                  "gap_generations": gap, "commit_direct_wins": commit_wins, "folds": 0, "points": [],
                  "in_sample": [], "separability": [], "out_of_sample": [], "risk_controlled": [], "ceiling_share": 0.0,
                  "best_share_any_loss": None}
+    out["nothing_to_learn"] = nothing_to_learn(recs, gap)
     if not rows:
         return out
     X, names = _features(by_id, rows)
@@ -244,6 +245,8 @@ def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0, 
     best = max(out["out_of_sample"], key=lambda r: r["gap_share"])
     out["best_share_any_loss"] = {"model": best["model"], "gap_share": best["gap_share"], "lost": best["lost"]}
     out["in_sample_best_share"] = max(r["gap_share"] for r in out["in_sample"])
+    if out["nothing_to_learn"]:  # a share of a gap nothing can be learned on is no ceiling
+        out["ceiling_share"], out["in_sample_best_share"] = None, None
     out["sentence"] = ceiling_sentence(out)
     return out
 
@@ -263,8 +266,27 @@ def _auc(y: np.ndarray, s: np.ndarray) -> float | None:
     return float(roc_auc_score(y, s))
 
 
+def nothing_to_learn(recs: Sequence[Mapping], gap: int) -> str | None:
+    """Why there is nothing to learn (None: there is something): no case has a right answer anywhere
+    in its recorded tree (stopping at once loses nothing, so "learnable" shares say nothing about a
+    controller), or the gap is zero (always-tool already stops at every earliest safe point)."""
+    from controller.study.headroom import headroom_cells
+
+    if not recs:
+        return None
+    cells = headroom_cells(recs)
+    if cells["unreachable_cases"] == cells["n"]:
+        return (f"no answer is right anywhere in the {cells['n']} scored cases (the hindsight oracle gets none): "
+                "answering directly at once loses nothing, so there is no decision to learn")
+    if gap == 0:
+        return "the gap is zero: always-tool already stops at every case's earliest safe point"
+    return None
+
+
 def ceiling_sentence(c: Mapping) -> str:
     """The one line: at most X% of the gap is learnable from what a controller sees here."""
+    if c.get("nothing_to_learn"):
+        return f"Nothing to learn: {c['nothing_to_learn']}."
     best = c.get("best_share_any_loss") or {}
     return (f"At most {100 * c['ceiling_share']:.0f}% of the {c['gap_generations']}-generation always-tool -> oracle gap "
             f"is learnable out of family from what a controller sees here without losing a case (in-sample, trees of "
