@@ -76,3 +76,23 @@ def policy_headers(summary: Mapping) -> list[str]:
     return ["Policy", "Exact", "Families", "Accuracy [Wilson 95%, cases]", "[95% CI, family bootstrap]",
             "Program generations", "Repairs (FIX rounds)", "Program commits", "Recoveries", "Losses",
             "Program precision", "Completion tokens", f"Work ({work})", "Sandbox (ms)"]
+
+
+def which_test_decides(ci, verdict: str | None, p_family=None, p_holm=None, n_families=None) -> str:
+    """A clause for an interval and a verdict that seem to disagree ('' when they agree): the
+    verdict is the family-level sign-flip test (Holm-adjusted), the interval a percentile family
+    bootstrap, shown for size only; the two can part near the edge, and the test decides."""
+    if not ci or ci[0] is None or ci[1] is None or not verdict:
+        return ""
+    excludes_zero = ci[0] > 0 or ci[1] < 0
+    noise = verdict.startswith("within noise")
+    if excludes_zero == (not noise):
+        return ""
+    ps = f"p = {p_value(p_family)}" + ("" if p_holm is None else f", Holm-adjusted {p_value(p_holm)}")
+    fams = f" over {n_families} families" if n_families else ""
+    if noise:
+        return (f" (the interval excludes 0 but the verdict is the family-level sign-flip test{fams}, {ps}, which "
+                "decides: a percentile bootstrap over few families is narrower than the exact test, and Holm "
+                "adjusts the test, not the interval)")
+    return (f" (the interval includes 0 but the verdict is the family-level sign-flip test{fams}, {ps}, which "
+            "decides; the bootstrap interval is shown for size only)")

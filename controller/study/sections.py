@@ -19,6 +19,7 @@ from controller.study.headroom import headroom_table
 from controller.study.hypotheses import (Study, attach_split_seeds, default_study, evaluate_study, load_study,
                                          split_seed_rule)
 from controller.env.registry import is_learner, role
+from controller.study.null_match import null_matches
 from controller.study.power import min_detectable_effect
 from controller.study.provenance import study_provenance
 from controller.study.routing import routing_table
@@ -103,4 +104,5 @@ def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[M
             "comparators": {"best_fixed_rule": (summary.get("best_fixed") or {}).get("criterion"),
                             "dominance": dominance(ssr, cost_unit_of(st.cost_unit).field)},
             "power": power_rows(hyps, routing, st.alpha, seed),
+            "null_matches": null_matches(by_split),
             "hypotheses": hyps}
