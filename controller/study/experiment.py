@@ -22,6 +22,7 @@ from tracegen.grading import program_right
 
 from common.errors import check
 
+from controller.env.confidence import records_for_learners
 from controller.env.cost import cost_kinds, cost_units, unit
 from controller.learn.lora import LoraPolicyConfig
 from controller.learn.lora_policy import LoraAdapter
@@ -75,6 +76,11 @@ class ExperimentConfig:
         "flag": "--lora-frontier"})
     policies: tuple[str, ...] | None = field(default=None, metadata={
         "help": "comma-separated policies to report (default: all that were run)"})
+    confidence: bool = field(default=True, metadata={
+        "help": "turn the model's confidence off as a learner input: by default the learners (the rule, the LoRA "
+                "policy, DAgger, the nulls) read its token log-probability features where the traces record them "
+                "and the report says what they add (the rule refit without them, same folds); with this flag the "
+                "whole analysis sees the traces as if no log-probability were recorded"})
     progress: bool = True
     bootstrap_resamples: int = 2000
     lora: LoraPolicyConfig = field(default_factory=LoraPolicyConfig)
@@ -239,6 +245,7 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print, lora_w
     simulations. ``lora_worker``: one the caller started earlier (and closes); else one is
     started here when a LoRA policy is trained."""
     t0 = time.monotonic()
+    records = records_for_learners(records, cfg.confidence)  # --no-confidence: as if none were recorded
     worker = lora_worker
     if worker is None and needs_lora_worker(cfg):
         from controller.learn.lora_worker import LoraWorker

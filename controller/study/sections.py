@@ -13,6 +13,7 @@ from typing import Mapping, Sequence
 from controller.env.cost import unit as cost_unit_of
 from controller.study.ceiling import ceiling_table
 from controller.study.confidence import confidence_table
+from controller.study.confidence_adds import confidence_adds
 from controller.study.comparators import dominance, ni_tolerance
 from controller.study.deviations import deviations
 from controller.study.headroom import headroom_table
@@ -94,6 +95,7 @@ def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[M
     return {"headroom": headroom_table(records, summary.get("policy_results"), cv.get("pooled")),
             "ceiling": ceiling_table(records, seed=seed),
             "confidence": confidence_table(records, seed=seed),
+            "confidence_adds": confidence_adds(records, by_split, seed=seed),
             "routing": routing,
             "study": {"name": st.name, "source": st.source, "cost_unit": st.cost_unit, "alpha": st.alpha,
                       "split_seed_rule": split_seed_rule(st, n_seeds),
