@@ -73,7 +73,7 @@ def _cut_code(text: str, chain: list[dict], upto: int) -> tuple[str, list[int]] 
 def _round_view(task, chain: list[dict], i: int, hidden_exact, repair_history: bool) -> dict:
     rnd = chain[i]
     keep = ("round", "kind", "raw", "code", "parse", "visible", "visible_pass", "test", "test_output",
-            "finish_reason", "search_nodes", *COST_KEYS)
+            "finish_reason", "search_nodes", "logprobs", *COST_KEYS)
     out = {k: rnd.get(k) for k in keep if k in rnd}
     cut = _cut_code(out.get("raw") or "", chain, i)
     if cut:
@@ -134,7 +134,8 @@ def case_view(record: dict, policies: list[str], by_policy: dict[str, dict], rep
     return {
         "id": record["case_id"], "family": record["family"], "split": record.get("split", "unassigned"),
         "task": record.get("task") or {},
-        "direct": {k: direct.get(k) for k in ("raw", "table", "parse", "finish_reason", "search_nodes", *COST_KEYS)},
+        "direct": {k: direct.get(k) for k in ("raw", "table", "parse", "finish_reason", "search_nodes", "logprobs",
+                                              *COST_KEYS)},
         "prompts": {"direct": direct_messages(task), "write": write_messages(task)},  # as the rollout builds them
         "chains": [[_round_view(task, chain, i, exact[i], repair_history) for i in range(len(chain))]
                    for chain, exact in chains],
