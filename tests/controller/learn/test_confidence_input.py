@@ -8,32 +8,7 @@ import pytest
 
 from controller.pipeline import analyze
 from controller.study.experiment import ExperimentConfig
-from tracefactory import EX_IN, make_record
-
-DIRECT = [["Cy", "x"], ["Di", "x"], ["Ed", "x"]]  # what every direct answer says
-PROGRAM = [["Cy", "y"], ["Di", "y"], ["Ed", "y"]]  # what every (passing) program says on the new input
-
-
-def _record(i, fam, split, confident):
-    """Confident: the direct answer is right and the program wrong; else the reverse. Every visible
-    feature is the same in both kinds except the direct answer's log-probability."""
-    rec = make_record(f"{fam}/{i}", fam, split, direct=DIRECT, rounds=[(True, PROGRAM)],
-                      answer=DIRECT if confident else PROGRAM)
-    rec["schema_version"] = 3
-    jitter = 0.01 * (i % 3)
-    mean = -0.1 - jitter if confident else -2.0 - jitter
-    rec["direct"]["logprobs"] = {"mean": mean, "min": mean - 1, "sum": mean * 6, "tokens": 6, "source": "hf"}
-    rec["rounds"][0]["logprobs"] = {"mean": -0.5, "min": -1.5, "sum": -3.0, "tokens": 6, "source": "hf"}
-    return rec
-
-
-def confidence_traces():
-    recs = []
-    for f in range(12):
-        split = "train" if f < 6 else "dev" if f < 9 else "test"
-        recs += [_record(i, f"fam{f}", split, confident=i % 2 == 0) for i in range(4)]
-    return recs
-
+from tracefactory import confidence_traces
 
 CFG = dict(frontier_lambdas=(0.0,), rule_lambdas=(0.0,), bootstrap_resamples=200)
 
