@@ -91,3 +91,23 @@ def test_a_missing_confidence_is_nan_to_the_rule_never_zero():
     # at the start no program exists: the latest program's confidence is left out there, not imputed
     start_point = ("DIRECT", "WRITE")
     assert "last_logprob_mean" not in fit_rule(data, "logistic", 0).names_at(start_point)
+
+
+@pytest.mark.slow  # traces with the hf backend (the tiny model), then the whole analysis
+def test_a_run_on_hf_tiny_model_traces_reports_what_confidence_adds(tiny_model, run_cli, tmp_path):
+    import json
+
+    from e2e_helpers import small_case_dir
+
+    cases = small_case_dir(tmp_path / "cases", families=4, per_family=2)
+    root = tmp_path / "run"
+    r = run_cli("--root", root, "--cases", cases, "--generate-traces", "--backend", "hf", "--model", tiny_model,
+                "--max-repairs", "1", "--max-new-tokens", "8", "--gen-batch-size", "8", "--no-progress",
+                "--test-families", "1", "--dev-families", "1", "--cache-dir", "none", "--frontier-lambdas", "0")
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((root / "reports" / "final_summary.json").read_text())
+    assert summary["confidence"]["recorded"] == summary["confidence"]["n"] > 0
+    adds = summary["confidence_adds"]
+    assert adds is not None and adds["split"] == "test" and adds["n"] == summary["splits"]["test"]["n"]
+    assert "learned_rule_no_confidence" in summary["policy_results"]
+    assert "## What confidence adds to the learned rule" in (root / "reports" / "report.md").read_text()
