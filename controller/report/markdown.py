@@ -22,6 +22,7 @@ from controller.report.figures import FIGURE_NAMES
 from controller.study.stats import min_attainable_p, min_discordant_for_significance, sign_flip_method
 from controller.report.ceiling import ceiling_md
 from controller.report.confidence import confidence_md
+from controller.report.within_family import within_family_md
 from controller.report.comparators import comparators_md
 from controller.report.deviations import deviations_md
 from controller.report.study import STUDY_SECTIONS  # headroom, hypotheses, power, routing: the report opens with them
@@ -358,7 +359,7 @@ def _limitations(s: Mapping) -> list[str]:
     return out
 
 
-SECTIONS = (STUDY_SECTIONS[0], ceiling_md, answer_md, confidence_md, comparators_md, deviations_md, *STUDY_SECTIONS[1:], savings_md, repair_rounds_md, _summary, _split_section, _heldout, _dev_vs_test, _paired, seeds_md, learner_sections,
+SECTIONS = (STUDY_SECTIONS[0], ceiling_md, answer_md, within_family_md, confidence_md, comparators_md, deviations_md, *STUDY_SECTIONS[1:], savings_md, repair_rounds_md, _summary, _split_section, _heldout, _dev_vs_test, _paired, seeds_md, learner_sections,
             cross_check_md, commit_any_section, cv_md, frontier_md, _failures, _run_details,
             _figures, _limitations)
 

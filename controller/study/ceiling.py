@@ -44,6 +44,7 @@ import numpy as np
 from controller.env.state import chains, visible_state, FEATURE_NAMES, ALL_FEATURE_NAMES
 
 DEPTHS = (1, 2, 3, 4, 5, 6)
+WITHIN = "within families (every family seen in training)"  # the scope of ``fold_of`` folds
 MODELS = ("logistic", "tree_depth_3", "forest")
 
 
@@ -169,8 +170,11 @@ def ltt_threshold(rows: Sequence[dict], scores: np.ndarray, margin: float, delta
 
 
 def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0, margin: float = 0.02,
-                  delta: float = 0.05) -> dict:
-    """``ceiling`` summary key over the scored, assigned records (pooled over train, dev and test)."""
+                  delta: float = 0.05, fold_of: Mapping[str, int] | None = None) -> dict:
+    """``ceiling`` summary key over the scored, assigned records (pooled over train, dev and test).
+
+    ``fold_of`` (case id -> fold): the outer folds are these (``within_family``'s case-level folds,
+    every family seen in training) and the inner ones group by case, not family."""
     recs = [r for r in records if r.get("split") in ("train", "dev", "test") and r["hidden"]["answer"] is not None]
     by_id = {r["case_id"]: r for r in recs}
     rows = [row for r in recs for row in decision_rows(r)]
@@ -204,12 +208,21 @@ def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0, 
         saved, lost = _policy_savings(rows, stop)
         out["in_sample"].append({"depth": d, "saved_generations": saved, "lost": lost, "gap_share": share(saved)})
     fams = np.array([r["family"] for r in rows])
-    k = min(folds, len(set(fams.tolist())))
-    if k < 2:
-        return out
-    from sklearn.model_selection import GroupKFold
-    splits = list(GroupKFold(n_splits=k).split(X, y, fams))
+    if fold_of is not None:  # case-level folds: the inner thresholds are set on held-out cases, not families
+        case_fold = np.array([fold_of[r["case_id"]] for r in rows])
+        splits = [(np.flatnonzero(case_fold != f), np.flatnonzero(case_fold == f)) for f in sorted(set(case_fold.tolist()))]
+        fams = np.array([r["case_id"] for r in rows])
+        k = len(splits)
+        if k < 2:
+            return out
+    else:
+        k = min(folds, len(set(fams.tolist())))
+        if k < 2:
+            return out
+        from sklearn.model_selection import GroupKFold
+        splits = list(GroupKFold(n_splits=k).split(X, y, fams))
     out["folds"] = k
+    out["scope"] = WITHIN if fold_of is not None else "out of family"
     for name in MODELS:
         oof = np.full(len(rows), np.nan)
         stop = np.zeros(len(rows), dtype=bool)
@@ -288,8 +301,10 @@ def ceiling_sentence(c: Mapping) -> str:
     if c.get("nothing_to_learn"):
         return f"Nothing to learn: {c['nothing_to_learn']}."
     best = c.get("best_share_any_loss") or {}
+    within = c.get("scope") == WITHIN
     return (f"At most {100 * c['ceiling_share']:.0f}% of the {c['gap_generations']}-generation always-tool -> oracle gap "
-            f"is learnable out of family from what a controller sees here without losing a case (in-sample, trees of "
-            f"depth <= {DEPTHS[-1]} recover up to {100 * c.get('in_sample_best_share', 0.0):.0f}% at zero loss; the best "
-            f"out-of-family model, {best.get('model')}, saves {100 * best.get('gap_share', 0.0):.0f}% losing "
+            f"is learnable {WITHIN if within else 'out of family'} from what a controller sees here without losing a "
+            f"case (in-sample, trees of depth <= {DEPTHS[-1]} recover up to "
+            f"{100 * c.get('in_sample_best_share', 0.0):.0f}% at zero loss; the best "
+            f"{'held-out-case' if within else 'out-of-family'} model, {best.get('model')}, saves {100 * best.get('gap_share', 0.0):.0f}% losing "
             f"{best.get('lost', 0)} cases).")

@@ -35,6 +35,7 @@ from controller.env.registry import BEST_FIXED, ORACLE, REGISTRY, names, spec
 from controller.learn.cost_rule import LAMBDAS
 from controller.env.traceenv import SPLITS, TraceEnv, scored as _scored
 from controller.study.cv import run_cv
+from controller.study.within_family import within_family
 from controller.study.savings import savings_table
 from controller.study.sections import study_sections
 from controller.study.split_seeds import split_seed_outcomes, spread_summary
@@ -89,6 +90,10 @@ class ExperimentConfig:
         "help": "study file (TOML or JSON, e.g. studies/foofah.toml): the primary hypotheses and cost unit; "
                 "pre-registered only when committed before the traces started (default: a built-in study, not "
                 "registered)", "metavar": "FILE"})
+    within_family: bool = field(default=True, metadata={
+        "help": "leave out the secondary analysis of the task type's value: by default, with --cv-folds, the same "
+                "learners and comparators are also cross-validated case by case within families (every family "
+                "seen in training; the LoRA policies not refit), beside the family-disjoint primary"})
     split_seed: int = 0  # fold seed of cross-validation: a run sets it to its split_seed
     split_seeds: int = field(default=1, metadata={"help": "with --cv-folds: repeat cross-validation with N fold "
                                                           "assignments (fold seeds SPLIT_SEED..SPLIT_SEED+N-1) and "
@@ -364,6 +369,10 @@ def _cross_validation(records, cfg: ExperimentConfig, log, worker=None) -> tuple
         per_seed = split_seed_outcomes(records, cfg, log=log, first_cv=cv)
         parts["split_seeds"] = spread_summary(per_seed)
         timing["split_seeds_s"] = round(time.monotonic() - t, 2)
+    if cfg.within_family:  # the secondary: every family seen in training (within_family.py)
+        t = time.monotonic()
+        parts["within_family"] = within_family(records, cfg, log=log)
+        timing["within_family_s"] = round(time.monotonic() - t, 2)
     return parts, timing, cv.pooled, per_seed
 
 
