@@ -24,9 +24,11 @@ the same; it moves accuracy only, counted apart as ``commit_direct_wins``.)
   families (never on scores a model fit); savings share and lost cases. ``ceiling`` is the best share among models that
   lose no case out of sample (0 when none does), beside the best share at any loss.
 
-At K > 1 the ceiling covers the always-tool chain (sample 0) only: resampling and committing a
-chosen sample are levers it does not count (``commit_any_sample`` and the headroom's
-``passing_right_commit_wrong`` do).
+At K > 1 the decision points and the gap follow the always-tool chain (sample 0), while the
+accuracy levers at the commit count every sample as the headroom does (every sample drawn, the
+commit rule's choice): ``commit_direct_wins`` (the direct answer right, the commit wrong) and
+``sample_wins`` (another passing sample right, the commit wrong). Resampling's cost lever is not
+counted (``commit_any_sample`` and the routing sections cover the samples' cost).
 
 ``risk_controlled``: the no-loss claim's own selection rule, Learn-Then-Test on the inner folds:
 per outer fold one threshold on the inner out-of-fold scores, the loosest whose Clopper-Pearson
@@ -178,12 +180,21 @@ def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0, 
     recs = [r for r in records if r.get("split") in ("train", "dev", "test") and r["hidden"]["answer"] is not None]
     by_id = {r["case_id"]: r for r in recs}
     rows = [row for r in recs for row in decision_rows(r)]
-    commit_wins = sum(1 for r in recs if _commit_direct_wins(r))
+    k = max((len(chains(dict(r))) for r in recs), default=1)
+    if k > 1:  # every sample drawn and committed by the commit rule, as the headroom counts them
+        from controller.study.headroom import case_cell
+
+        cells = [case_cell(r) for r in recs]
+        commit_wins = sum(1 for c in cells if c["cell"] == "direct_right_commit_wrong")
+        sample_wins = sum(1 for c in cells if c["passing_right_commit_wrong"])
+    else:
+        commit_wins, sample_wins = sum(1 for r in recs if _commit_direct_wins(r)), 0
     always = sum(r["remaining"] for r in rows if r["point"] == 0)
     earliest = _earliest_safe_savings(rows)
     gap = sum(s for _, s in earliest.values())
     out: dict = {"n": len(recs), "families": len({r["family"] for r in recs}), "always_tool_generations": always,
-                 "gap_generations": gap, "commit_direct_wins": commit_wins, "folds": 0, "points": [],
+                 "gap_generations": gap, "commit_direct_wins": commit_wins, "k": k, "sample_wins": sample_wins,
+                 "folds": 0, "points": [],
                  "in_sample": [], "separability": [], "out_of_sample": [], "risk_controlled": [], "ceiling_share": 0.0,
                  "best_share_any_loss": None}
     out["nothing_to_learn"] = nothing_to_learn(recs, gap)

@@ -86,3 +86,16 @@ def test_nothing_right_anywhere_is_nothing_to_learn():
     md = "\n".join(ceiling_md({"ceiling": c}))
     assert "Nothing to learn" in md and "Out-of-sample ceiling" not in md and "learnable" not in md
     assert ceiling_table(_three(), seed=0)["nothing_to_learn"] is None
+
+
+def test_k_above_one_counts_every_sample_at_the_commit_as_the_headroom_does():
+    from controller.study.headroom import headroom_cells
+    from tests.tracefactory import make_tree_record
+
+    recs = [make_tree_record(f"k{i}/1", f"k{i}", ("train", "dev", "test")[i % 3], direct=ANSWER if i % 2 else WRONG,
+                             chains=[[(True, WRONG)], [(True, ANSWER)]]) for i in range(6)]
+    c = ceiling_table(recs, seed=0)
+    cells = headroom_cells(recs)
+    assert c["k"] == 2 and c["sample_wins"] == cells["passing_right_commit_wrong"] == 6
+    assert c["commit_direct_wins"] == cells["direct_right_commit_wrong"] == 3
+    assert "with every one of the K = 2 samples drawn" in "\n".join(ceiling_md({"ceiling": c}))
