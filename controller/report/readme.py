@@ -84,7 +84,9 @@ def results_block(s: Mapping, where: str = STUDY) -> str:
     if vs_best:
         h = vs_best[0]
         beats = str(h.get("verdict", "")).startswith(("supported", "better", "cheaper"))
-        out += [f"**The answer: the learned rule {'beats' if beats else 'does not beat'} the best fixed policy** "
+        said = ("cannot be shown to beat" if str(h.get("verdict", "")).startswith("undecidable")
+                else "beats" if beats else "does not beat")
+        out += [f"**The answer: the learned rule {said} the best fixed policy** "
                 f"(`{h['name']}`: {h.get('verdict')}, supported at {h.get('supported_at') or 'n/a'} split seeds).", ""]
     if prim:
         out.append(f"**{primaries_heading(study)}** (" + (study.get("split_seed_rule") or {}).get("rule", "")
