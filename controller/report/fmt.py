@@ -86,7 +86,8 @@ def which_test_decides(ci, verdict: str | None, p_family=None, p_holm=None, n_fa
         return ""
     excludes_zero = ci[0] > 0 or ci[1] < 0
     noise = verdict.startswith("within noise")
-    if excludes_zero == (not noise):
+    decided = verdict.split(" (")[0] in ("better", "worse", "cheaper", "costlier")
+    if not (noise or decided) or excludes_zero == decided:  # agree, or a verdict no test gave (undecidable, not run)
         return ""
     ps = f"p = {p_value(p_family)}" + ("" if p_holm is None else f", Holm-adjusted {p_value(p_holm)}")
     fams = f" over {n_families} families" if n_families else ""

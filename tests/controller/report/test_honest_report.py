@@ -62,3 +62,4 @@ def test_an_interval_and_a_verdict_that_seem_to_disagree_say_which_test_decides(
     assert which_test_decides([-0.4, 0.1], "within noise", 0.3) == ""
     assert which_test_decides([0.1, 0.4], "better", 0.01) == ""
     assert "includes 0" in which_test_decides([-0.1, 0.4], "better", 0.01)
+    assert which_test_decides([0.0, 0.0], "undecidable (no right answer anywhere on test)", 1.0) == ""
