@@ -62,6 +62,7 @@ def run(cfg: RunConfig, log=print) -> dict:
         else:
             split_sizes(cfg, {c.family for c in cases}, of={c.family for c in all_cases})
         if cfg.generate_traces:
+            warn_undecidable(cfg.experiment, cases, log)
             backend = _open_backend(cfg, [c.case_id for c in cases if c.case_id not in done])
         set_previous_run_aside(cfg, log)  # every check passed: from here on this run writes
         atomic_write_text(reports_dir(cfg) / "config.toml", config_text(given))
@@ -86,6 +87,22 @@ def _case_set(cfg: RunConfig):
         return load_case_set(cfg.cases)
     except CaseError as err:
         raise UsageError(str(err), "cases") from None
+
+
+def warn_undecidable(experiment: ExperimentConfig, cases, log) -> list[str]:
+    """Before any trace: the study file's hypotheses that cannot pass at this many scored cases
+    and families (``controller.study.decidable.registration_warnings``), one line each."""
+    if experiment.study is None:
+        return []
+    from controller.study.decidable import registration_warnings
+    from controller.study.hypotheses import load_study
+
+    scored = [c for c in cases if c.scored]
+    lines = [f"warning: `experiment.study` {experiment.study}: {w}" for w in registration_warnings(
+        load_study(experiment.study), len(scored), len({c.family for c in scored}))]
+    for line in lines:
+        log(line)
+    return lines
 
 
 def analyze(records, experiment: ExperimentConfig | None = None, log=print) -> tuple[dict, dict]:

@@ -88,3 +88,31 @@ def foofah_one_per_family() -> list[dict]:
             seen.add(r["family"])
             out.append(r)
     return out
+
+
+# ---- traces where only the model's confidence tells right from wrong (controller/env/confidence.py)
+
+CONF_DIRECT = [["Cy", "x"], ["Di", "x"], ["Ed", "x"]]  # what every direct answer says
+CONF_PROGRAM = [["Cy", "y"], ["Di", "y"], ["Ed", "y"]]  # what every (passing) program says on the new input
+
+
+def confidence_record(i, fam, split, confident):
+    """Confident: the direct answer is right and the program wrong; else the reverse. Every visible
+    feature is the same in both kinds except the direct answer's log-probability."""
+    rec = make_record(f"{fam}/{i}", fam, split, direct=CONF_DIRECT, rounds=[(True, CONF_PROGRAM)],
+                      answer=CONF_DIRECT if confident else CONF_PROGRAM)
+    rec["schema_version"] = 3
+    jitter = 0.01 * (i % 3)
+    mean = -0.1 - jitter if confident else -2.0 - jitter
+    rec["direct"]["logprobs"] = {"mean": mean, "min": mean - 1, "sum": mean * 6, "tokens": 6, "source": "hf"}
+    rec["rounds"][0]["logprobs"] = {"mean": -0.5, "min": -1.5, "sum": -3.0, "tokens": 6, "source": "hf"}
+    return rec
+
+
+def confidence_traces():
+    """12 families of 4 cases (6 train, 3 dev, 3 test), half of each family confident."""
+    recs = []
+    for f in range(12):
+        split = "train" if f < 6 else "dev" if f < 9 else "test"
+        recs += [confidence_record(i, f"fam{f}", split, confident=i % 2 == 0) for i in range(4)]
+    return recs

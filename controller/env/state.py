@@ -447,8 +447,10 @@ def confidence_vector(state) -> list[float]:
 
 
 def features_for(states) -> tuple[str, ...]:
-    """The feature names a learner uses: the pilot's, plus the tree's when any state has K > 1."""
-    return ALL_FEATURE_NAMES if any(s.features.get("program_samples", 1.0) > 1 for s in states) else FEATURE_NAMES
+    """The feature names a learner uses: the pilot's, plus the tree's when any state has K > 1, plus
+    each confidence feature some state records (absent in a state: NaN to the learner, never 0)."""
+    names = ALL_FEATURE_NAMES if any(s.features.get("program_samples", 1.0) > 1 for s in states) else FEATURE_NAMES
+    return names + tuple(n for n in LOGPROB_FEATURE_NAMES if any(n in s.features for s in states))
 
 
 def _round_status(r: dict) -> str:

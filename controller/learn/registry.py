@@ -115,6 +115,30 @@ def _rule(ctx: Fitting) -> dict:
     return {"learned_rule": rule}
 
 
+NO_CONFIDENCE = "learned_rule_no_confidence"
+
+
+def _rule_without_confidence(ctx: Fitting) -> dict:
+    """What confidence adds: the learned rule fit again, price and model chosen on the same dev, on
+    the same records with their log-probabilities taken out (``env.confidence``). Only where the
+    training records recorded some and ``--no-confidence`` is off; in every CV fold, so the two are
+    compared on the same folds."""
+    from controller.env.confidence import records_have_confidence, without_confidence
+    from controller.env.traceenv import TraceEnv
+
+    if not ctx.cfg.confidence or not records_have_confidence(ctx.train):
+        return {}
+    t0 = time.monotonic()
+    plain = {id(r): without_confidence(r) for r in ctx.env.records}
+    env = TraceEnv(list(plain.values()))
+    rule, _, info = fit_learned_rule(env, [plain[id(r)] for r in ctx.train], [plain[id(r)] for r in ctx.dev], ctx.cfg,
+                                     name=NO_CONFIDENCE)
+    if ctx.fold is None:
+        ctx.info[NO_CONFIDENCE] = {"model": rule.model_name, "lambda": info["lambda"], "description": rule.describe()}
+        ctx.timing["rule_no_confidence_s"] = round(time.monotonic() - t0, 2)
+    return {NO_CONFIDENCE: rule}
+
+
 def _rule_frontier(ctx: Fitting):
     rule, _, info = ctx.memo["rule"]
     fit = lambda d, lam: fit_rule(d, rule.model_name, ctx.cfg.seed, name=f"rule_lam{lam}")
@@ -207,6 +231,9 @@ def _dagger(ctx: Fitting) -> dict:
 _SECTIONS = "controller.report.learners"
 register(Learner("learned_rule", (PolicySpec("learned_rule", "learned", about="BC on the recorded sample-0 chains"),), _rule,
                  section=f"{_SECTIONS}:learned_rule_md", seeded=True, in_folds=True, frontier=_rule_frontier))
+register(Learner(NO_CONFIDENCE, (PolicySpec(NO_CONFIDENCE, "control",
+                                             about="the learned rule without the confidence features (what they add)"),),
+                 _rule_without_confidence, in_folds=True, beside={NO_CONFIDENCE: "learned_rule"}))
 register(Learner("nulls", (
     PolicySpec("majority_action", "null", about="base-rate null: weighted-majority training label per decision point"),
     PolicySpec("learned_rule_shuffled", "control", about="rule on (label, weight) pairs permuted together"),

@@ -9,7 +9,7 @@ so and the report does not present the choice as one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from controller.env.state import ACTIONS, COMMIT_SAMPLE, FEATURE_NAMES, State, features_for
@@ -46,6 +46,7 @@ def _tie_order(a: str) -> float:
 
 def _make(name: str, seed: int):
     from sklearn.ensemble import RandomForestClassifier
+    from sklearn.impute import SimpleImputer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -58,8 +59,11 @@ def _make(name: str, seed: int):
     if name == "logistic":
         from sklearn.impute import SimpleImputer
 
-        # the imputer passes a matrix without NaN through unchanged (keep_empty_features: no column dropped)
-        return make_pipeline(SimpleImputer(keep_empty_features=True), StandardScaler(),
+        # a feature a state does not have (a shape its values lack, a confidence not recorded) is NaN:
+        # imputed with a missing-indicator column beside it (the trees and the forest route NaN
+        # natively); keep_empty_features: no column dropped; without NaN the imputer is the identity
+        return make_pipeline(SimpleImputer(strategy="median", add_indicator=True, keep_empty_features=True),
+                             StandardScaler(),
                              LogisticRegression(C=1.0, max_iter=2000, random_state=seed))
     if name == "forest":
         return RandomForestClassifier(n_estimators=100, max_depth=4, min_samples_leaf=2, random_state=seed, n_jobs=1)
@@ -69,8 +73,8 @@ def _make(name: str, seed: int):
 def _matrix(states: Sequence[State], names: Sequence[str] = FEATURE_NAMES):
     import numpy as np
 
-    # a shape feature a task's values do not have is absent from its states: NaN here (the trees
-    # and the forest route it; the logistic model imputes it), never a made-up 0
+    # a feature a state does not have (a shape its values lack, a confidence not recorded) is NaN
+    # here (the trees and the forest route it; the logistic model imputes it), never a made-up 0
     return np.array([[s.features.get(n, np.nan) for n in names] for s in states], dtype=float)
 
 
@@ -88,6 +92,13 @@ class RulePolicy:
     model_name: str
     name: str = "learned_rule"
     feature_names: tuple = FEATURE_NAMES  # the pilot's; plus the tree's when trained on K > 1 states
+    # decision point -> the feature columns its model reads, where some are missing in every training
+    # state there (e.g. the latest program's confidence before any program): left out, not imputed
+    columns: dict = field(default_factory=dict)
+
+    def names_at(self, point) -> tuple:
+        cols = self.columns.get(point)
+        return self.feature_names if cols is None else tuple(self.feature_names[i] for i in cols)
 
     def _choose(self, s: State, model, proba) -> str:
         """``proba``: the model's class probabilities for this state (None for a constant or no model)."""
@@ -112,7 +123,9 @@ class RulePolicy:
         out: list = [None] * len(states)
         for point, idx in groups.items():
             model = self.models.get(point)
-            probs = (model.predict_proba(X[idx]) if model is not None and not isinstance(model, str)
+            cols = self.columns.get(point)
+            rows = X[idx] if cols is None else X[idx][:, cols]
+            probs = (model.predict_proba(rows) if model is not None and not isinstance(model, str)
                      else [None] * len(idx))
             for i, p in zip(idx, probs):
                 out[i] = self._choose(states[i], model, p)
@@ -127,16 +140,18 @@ class RulePolicy:
             if isinstance(model, str):
                 parts.append(f"{head} always {model}")
             elif isinstance(model, DecisionTreeClassifier):
-                parts.append(f"{head}\n{export_text(model, feature_names=list(self.feature_names))}")
+                parts.append(f"{head}\n{export_text(model, feature_names=list(self.names_at(point)))}")
             elif hasattr(model, "named_steps"):
                 lr = model.named_steps["logisticregression"]
                 rows = lr.coef_ if len(lr.classes_) > 2 else lr.coef_[:1]
                 names = lr.classes_ if len(lr.classes_) > 2 else lr.classes_[1:]
+                # the imputer adds a missing-indicator column per feature with a missing value
+                cols = model[:-1].get_feature_names_out(list(self.names_at(point)))
                 for cls, coefs in zip(names, rows):
-                    top = sorted(zip(coefs, self.feature_names), key=lambda t: -abs(t[0]))[:5]
+                    top = sorted(zip(coefs, cols), key=lambda t: -abs(t[0]))[:5]
                     parts.append(f"{head} logit({cls}) " + ", ".join(f"{n} {c:+.2f}" for c, n in top))
             else:
-                imp = sorted(zip(model.feature_importances_, self.feature_names), reverse=True)[:5]
+                imp = sorted(zip(model.feature_importances_, self.names_at(point)), reverse=True)[:5]
                 parts.append(f"{head} forest; top features " + ", ".join(f"{n} {v:.2f}" for v, n in imp))
         return "\n".join(parts) or "no decision point seen in training"
 
@@ -149,20 +164,26 @@ def fit_rule(data, model_name: str, seed: int = 0, name: str = "learned_rule") -
     for i, s in enumerate(states):
         if len(s.valid_actions) > 1:
             groups.setdefault(canonical(s.valid_actions), []).append(i)
+    import numpy as np
+
     names = features_for(states)
     X = _matrix(states, names) if states else None
-    models = {}
+    models, columns = {}, {}
     for point, idx in groups.items():
         ys = [labels[i] for i in idx]
         if len(set(ys)) == 1:
             models[point] = ys[0]
             continue
+        seen = ~np.isnan(X[idx]).all(axis=0)
+        if not seen.all():  # a column no state here records (confidence only): left out at this point
+            columns[point] = tuple(int(i) for i in np.flatnonzero(seen))
+        rows = X[idx] if point not in columns else X[idx][:, columns[point]]
         model = _make(model_name, seed)
         w = [weights[i] for i in idx]
         kw = {"logisticregression__sample_weight": w} if model_name == "logistic" else {"sample_weight": w}
-        model.fit(X[idx], ys, **kw)
+        model.fit(rows, ys, **kw)
         models[point] = model
-    return RulePolicy(models, model_name, name=name, feature_names=names)
+    return RulePolicy(models, model_name, name=name, feature_names=names, columns=columns)
 
 
 def fit_majority(data, name: str = "majority_action") -> RulePolicy:

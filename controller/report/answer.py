@@ -11,6 +11,8 @@ from typing import Mapping
 
 from controller.env.registry import BEST_FIXED, ORACLE, ordered, role
 from controller.report.study import estimate_text
+from controller.study.null_match import null_words
+from controller.study.provenance import primaries_heading
 
 LEAD = ("direct_only", "always_tool_visible", BEST_FIXED)
 
@@ -87,6 +89,8 @@ def answer_md(s: Mapping) -> list[str]:
     scope = "every scored case once" if where.startswith("pooled") else "the held-out families' scored cases"
     out += [f"Results over {where} ({scope}):", "",
             "| policy | right | program generations |", "|---|---|---|", *[_row(p, res[p]) for p in names], ""]
+    out += [f"**Null.** {w}" for w in null_words(s.get("null_matches") or {})]
+    out += [""] if null_words(s.get("null_matches") or {}) else []
     out += plane_md(s, _learners(res))
     diffs = (s.get("split_seeds") or {}).get("differences") or {}
     rows = []
@@ -102,7 +106,7 @@ def answer_md(s: Mapping) -> list[str]:
                 "| learner | accuracy | program generations |", "|---|---|---|", *rows, ""]
     prim = [h for h in s.get("hypotheses") or [] if h.get("primary")]
     if prim:
-        out += ["**Registered primary hypotheses:**", ""]
+        out += [f"**{primaries_heading(s.get('study') or {})}:**", ""]
         for h in prim:
             seeds = f", supported at {h['supported_at']} split seeds" if h.get("supported_at") else ""
             out.append(f"- `{h['name']}` ({', '.join(h.get('policies', []))}; {h.get('split')}): "

@@ -25,7 +25,11 @@ def ceiling_md(s: Mapping) -> list[str]:
             f"spends {c['always_tool_generations']} program generations; stopping each case at its earliest safe point "
             f"(answer directly where that loses nothing against always-tool) spends {c['always_tool_generations'] - c['gap_generations']}: "
             f"a gap of {c['gap_generations']}. At the commit point, direct vs program changes accuracy only: "
-            f"{c['commit_direct_wins']} cases have the direct answer right and the committed program wrong.", ""]
+            f"{c['commit_direct_wins']} cases have the direct answer right and the committed program wrong"
+            + (f"; with every one of the K = {c['k']} samples drawn (as the headroom counts), {c['sample_wins']} have "
+               "another passing sample right while the commit is wrong" if c.get("k", 1) > 1 else "") + ".", ""]
+    if c.get("nothing_to_learn"):  # every "learnable" share below would be a share of nothing
+        return out
     aucs: dict = {}
     for r in c.get("separability", []):
         aucs.setdefault(r["point"], {})[r["model"]] = r["auc"]

@@ -87,3 +87,24 @@ def policy_table(summary: Mapping) -> str:
         out.append(f"{name:24s} {d['exact']:>3d}/{d['n']:<5d} {t['exact']:>3d}/{t['n']:<5d} "
                    f"{t['program_generations']:>9d} {t['repair_actions']:>8d}")
     return "\n".join(out)
+
+
+def which_test_decides(ci, verdict: str | None, p_family=None, p_holm=None, n_families=None) -> str:
+    """A clause for an interval and a verdict that seem to disagree ('' when they agree): the
+    verdict is the family-level sign-flip test (Holm-adjusted), the interval a percentile family
+    bootstrap, shown for size only; the two can part near the edge, and the test decides."""
+    if not ci or ci[0] is None or ci[1] is None or not verdict:
+        return ""
+    excludes_zero = ci[0] > 0 or ci[1] < 0
+    noise = verdict.startswith("within noise")
+    decided = verdict.split(" (")[0] in ("better", "worse", "cheaper", "costlier")
+    if not (noise or decided) or excludes_zero == decided:  # agree, or a verdict no test gave (undecidable, not run)
+        return ""
+    ps = f"p = {p_value(p_family)}" + ("" if p_holm is None else f", Holm-adjusted {p_value(p_holm)}")
+    fams = f" over {n_families} families" if n_families else ""
+    if noise:
+        return (f" (the interval excludes 0 but the verdict is the family-level sign-flip test{fams}, {ps}, which "
+                "decides: a percentile bootstrap over few families is narrower than the exact test, and Holm "
+                "adjusts the test, not the interval)")
+    return (f" (the interval includes 0 but the verdict is the family-level sign-flip test{fams}, {ps}, which "
+            "decides; the bootstrap interval is shown for size only)")

@@ -14,14 +14,15 @@ from typing import Mapping
 
 from controller.study.failures import DIRECT_CATEGORIES, ROUND_CATEGORIES
 from controller.report.nulls import commit_any_section
-from controller.env.registry import ORACLE, deployable, ordered as ordered_policies
-from controller.report.fmt import policy_row, ci_pct, exact, num, p_value, pct, policy_headers, pp, results, splits, table
+from controller.env.registry import BEST_FIXED, ORACLE, deployable, ordered as ordered_policies, role
+from controller.report.fmt import which_test_decides, policy_row, ci_pct, exact, num, p_value, pct, policy_headers, pp, results, splits, table
 from controller.report.learners import cross_check_md, cv_md, frontier_md, learner_sections, seed_claims, seeds_md
 from controller.report.answer import answer_md, repair_rounds_md, savings_md
 from controller.report.figures import FIGURE_NAMES
 from controller.study.stats import min_attainable_p, min_discordant_for_significance, sign_flip_method
 from controller.report.ceiling import ceiling_md
 from controller.report.confidence import confidence_md
+from controller.report.within_family import within_family_md
 from controller.report.comparators import comparators_md
 from controller.report.deviations import deviations_md
 from controller.report.study import STUDY_SECTIONS  # headroom, hypotheses, power, routing: the report opens with them
@@ -95,16 +96,25 @@ def _untied_best_deployable(summary: Mapping) -> bool:
         return False
     dev = dict(results(summary, "dev"))
     acc = dev[best[0]].get("accuracy")
-    return sum(1 for p, r in dev.items() if deployable(p) and r.get("n") and r.get("accuracy") == acc) == 1
+    return sum(1 for p, r in _candidates(summary).items() if r.get("accuracy") == acc) == 1
+
+
+def _candidates(summary: Mapping) -> dict:
+    """The deployable policies with dev results a dev pick chooses among; ``best_fixed`` stands for
+    every fixed policy when the run chose one."""
+    dev = dict(results(summary, "dev"))
+    one_fixed = BEST_FIXED in dev
+    return {p: r for p, r in dev.items() if deployable(p) and r.get("n") and not (one_fixed and role(p) == "fixed")}
 
 
 def best_deployable(summary: Mapping) -> list[str]:
     """Deployable policies with the best dev result (accuracy, then fewer program generations).
 
-    Picked on dev, never on test; more than one name means dev could not tell them apart.
+    Picked on dev, never on test; more than one name means dev could not tell them apart. When
+    the run chose a best fixed policy (``best_fixed``, on train + dev), it stands for every fixed
+    policy here, so a report names one picked fixed policy, not two.
     """
-    dev = dict(results(summary, "dev"))
-    cands = {p: r for p, r in dev.items() if deployable(p) and r.get("n")}
+    cands = _candidates(summary)
     if not cands:
         return []
     key = {p: (-(r.get("accuracy") or 0.0), r.get("program_generations") or 0) for p, r in cands.items()}
@@ -120,8 +130,7 @@ def best_deployable_sentence(summary: Mapping) -> str:
     d = dev[best[0]]
     on_test = ", ".join(f"`{p}` {exact(test[p])}" for p in best if p in test)
     if len(best) == 1:
-        same_acc = [p for p, r in dev.items() if deployable(p) and r.get("n")
-                    and r.get("accuracy") == d.get("accuracy")]
+        same_acc = [p for p, r in _candidates(summary).items() if r.get("accuracy") == d.get("accuracy")]
         note = ("" if len(same_acc) < 2 else
                 f" Dev cannot separate {len(same_acc)} deployable policies on accuracy (all {exact(d)}); "
                 "among them the pick is by program generations alone.")
@@ -293,7 +302,8 @@ def pilot_answer(s: Mapping) -> list[str]:
         r = test[p]
         out.append(f"- `{p}` (picked on dev) against `always_tool_visible` on test: accuracy "
                    f"{exact(r)} vs {exact(base)}, {pp(t.get('diff'))} "
-                   f"{ci_pct(t.get('diff_ci95_family'))} (family bootstrap), verdict *{t.get('verdict', 'n/a')}*; "
+                   f"{ci_pct(t.get('diff_ci95_family'))} (family bootstrap), verdict *{t.get('verdict', 'n/a')}*"
+                   f"{which_test_decides(t.get('diff_ci95_family'), t.get('verdict'), t.get('p_family'), t.get('p_holm'), t.get('n_families'))}; "
                    f"cost {num(r.get('program_generations'))} vs {num(base.get('program_generations'))} "
                    f"program generations, {num(r.get('work'))} vs {num(base.get('work'))} {work}.")
     if best == ["always_tool_visible"]:
@@ -361,7 +371,7 @@ def _limitations(s: Mapping) -> list[str]:
     return out
 
 
-SECTIONS = (STUDY_SECTIONS[0], ceiling_md, answer_md, confidence_md, comparators_md, deviations_md, *STUDY_SECTIONS[1:], savings_md, repair_rounds_md, _summary, _split_section, _heldout, _dev_vs_test, _paired, seeds_md, learner_sections,
+SECTIONS = (STUDY_SECTIONS[0], ceiling_md, answer_md, within_family_md, confidence_md, comparators_md, deviations_md, *STUDY_SECTIONS[1:], savings_md, repair_rounds_md, _summary, _split_section, _heldout, _dev_vs_test, _paired, seeds_md, learner_sections,
             cross_check_md, commit_any_section, cv_md, frontier_md, _failures, _run_details,
             _figures, _limitations)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Mapping
 
 from controller.env.registry import BEST_FIXED, ORACLE, ordered, repair_budget
+from controller.study.provenance import primaries_heading
 
 START, END = "<!-- RESULTS START -->", "<!-- RESULTS END -->"
 STUDY = "results/foofah"
@@ -83,10 +84,12 @@ def results_block(s: Mapping, where: str = STUDY) -> str:
     if vs_best:
         h = vs_best[0]
         beats = str(h.get("verdict", "")).startswith(("supported", "better", "cheaper"))
-        out += [f"**The answer: the learned rule {'beats' if beats else 'does not beat'} the best fixed policy** "
+        said = ("cannot be shown to beat" if str(h.get("verdict", "")).startswith("undecidable")
+                else "beats" if beats else "does not beat")
+        out += [f"**The answer: the learned rule {said} the best fixed policy** "
                 f"(`{h['name']}`: {h.get('verdict')}, supported at {h.get('supported_at') or 'n/a'} split seeds).", ""]
     if prim:
-        out.append("**Registered primary hypotheses** (" + (study.get("split_seed_rule") or {}).get("rule", "")
+        out.append(f"**{primaries_heading(study)}** (" + (study.get("split_seed_rule") or {}).get("rule", "")
                    + "):")
         out += [f"- `{h['name']}`: {h.get('verdict')} (supported at {h.get('supported_at') or 'n/a'})"
                 + _tolerance(h) + "." for h in prim]

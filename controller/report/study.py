@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from controller.env.cost import UNITS
-from controller.report.fmt import fixed, interval, p_value, table
+from controller.report.fmt import fixed, interval, p_value, table, which_test_decides
 from controller.study.headroom import CELL_TEXT, CELLS
 from controller.study.provenance import registration_words
 
@@ -83,6 +83,9 @@ def hypotheses_md(s: Mapping) -> list[str]:
     for h in hyps:
         note = "; ".join(x for x in (h.get("excluded", ""), ("same test as " + ", ".join(h["merged_with"]))
                                      if h.get("merged_with") else "") if x)
+        if h["statistic"] != "cheaper_no_loss":  # there the estimate text names the exact bound that decides
+            note = "; ".join(x for x in (note, which_test_decides(h.get("interval"), h.get("verdict"), h.get("p_family"),
+                                                                   h.get("p_holm"), h.get("n_families")).strip(" ()")) if x)
         est_txt = estimate_text(h)
         rows.append([f"`{h['name']}`", "primary" if h["primary"] else "secondary", h["statistic"],
                      ", ".join(f"`{p}`" for p in h["policies"]), h["split"], h["unit"], h.get("n_families", "n/a"),

@@ -84,7 +84,7 @@ def _round_view(task, chain: list[dict], i: int, hidden_exact, repair_history: b
     ones its file recorded (``prompt``, if any), never rebuilt from this toolkit's templates."""
     rnd = chain[i]
     keep = ("round", "kind", "feedback", "raw", "code", "parse", "visible", "visible_runs", "visible_pass", "test",
-            "test_output", "finish_reason", "search_nodes", "model", *COST_KEYS)
+            "test_output", "finish_reason", "search_nodes", "model", "logprobs", *COST_KEYS)
     out = {k: rnd.get(k) for k in keep if k in rnd}
     cut = _cut_code(out.get("raw") or "", chain, i)
     if cut:
@@ -154,7 +154,7 @@ def case_view(record: dict, policies: list[str], by_policy: dict[str, dict], rep
     return {
         "id": record["case_id"], "family": record["family"], "split": record.get("split", "unassigned"),
         "task": record.get("task") or {},
-        "direct": {k: direct.get(k) for k in ("raw", "value", "parse", "finish_reason", "search_nodes", "model",
+        "direct": {k: direct.get(k) for k in ("raw", "value", "parse", "finish_reason", "search_nodes", "model", "logprobs",
                                               *COST_KEYS)},
         "prompts": prompts,
         "chains": [[_round_view(task, chain, i, exact[i], repair_history, recorded) for i in range(len(chain))]

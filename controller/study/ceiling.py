@@ -24,9 +24,11 @@ the same; it moves accuracy only, counted apart as ``commit_direct_wins``.)
   families (never on scores a model fit); savings share and lost cases. ``ceiling`` is the best share among models that
   lose no case out of sample (0 when none does), beside the best share at any loss.
 
-At K > 1 the ceiling covers the always-tool chain (sample 0) only: resampling and committing a
-chosen sample are levers it does not count (``commit_any_sample`` and the headroom's
-``passing_right_commit_wrong`` do).
+At K > 1 the decision points and the gap follow the always-tool chain (sample 0), while the
+accuracy levers at the commit count every sample as the headroom does (every sample drawn, the
+commit rule's choice): ``commit_direct_wins`` (the direct answer right, the commit wrong) and
+``sample_wins`` (another passing sample right, the commit wrong). Resampling's cost lever is not
+counted (``commit_any_sample`` and the routing sections cover the samples' cost).
 
 ``risk_controlled``: the no-loss claim's own selection rule, Learn-Then-Test on the inner folds:
 per outer fold one threshold on the inner out-of-fold scores, the loosest whose Clopper-Pearson
@@ -44,6 +46,7 @@ import numpy as np
 from controller.env.state import chains, visible_state, FEATURE_NAMES, ALL_FEATURE_NAMES
 
 DEPTHS = (1, 2, 3, 4, 5, 6)
+WITHIN = "within families (every family seen in training)"  # the scope of ``fold_of`` folds
 MODELS = ("logistic", "tree_depth_3", "forest")
 
 
@@ -173,19 +176,32 @@ def ltt_threshold(rows: Sequence[dict], scores: np.ndarray, margin: float, delta
 
 
 def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0, margin: float = 0.02,
-                  delta: float = 0.05) -> dict:
-    """``ceiling`` summary key over the scored, assigned records (pooled over train, dev and test)."""
+                  delta: float = 0.05, fold_of: Mapping[str, int] | None = None) -> dict:
+    """``ceiling`` summary key over the scored, assigned records (pooled over train, dev and test).
+
+    ``fold_of`` (case id -> fold): the outer folds are these (``within_family``'s case-level folds,
+    every family seen in training) and the inner ones group by case, not family."""
     recs = [r for r in records if r.get("split") in ("train", "dev", "test") and r["hidden"]["answer"] is not None]
     by_id = {r["case_id"]: r for r in recs}
     rows = [row for r in recs for row in decision_rows(r)]
-    commit_wins = sum(1 for r in recs if _commit_direct_wins(r))
+    k = max((len(chains(dict(r))) for r in recs), default=1)
+    if k > 1:  # every sample drawn and committed by the commit rule, as the headroom counts them
+        from controller.study.headroom import case_cell
+
+        cells = [case_cell(r) for r in recs]
+        commit_wins = sum(1 for c in cells if c["cell"] == "direct_right_commit_wrong")
+        sample_wins = sum(1 for c in cells if c["passing_right_commit_wrong"])
+    else:
+        commit_wins, sample_wins = sum(1 for r in recs if _commit_direct_wins(r)), 0
     always = sum(r["remaining"] for r in rows if r["point"] == 0)
     earliest = _earliest_safe_savings(rows)
     gap = sum(s for _, s in earliest.values())
     out: dict = {"n": len(recs), "families": len({r["family"] for r in recs}), "always_tool_generations": always,
-                 "gap_generations": gap, "commit_direct_wins": commit_wins, "folds": 0, "points": [],
+                 "gap_generations": gap, "commit_direct_wins": commit_wins, "k": k, "sample_wins": sample_wins,
+                 "folds": 0, "points": [],
                  "in_sample": [], "separability": [], "out_of_sample": [], "risk_controlled": [], "ceiling_share": 0.0,
                  "best_share_any_loss": None}
+    out["nothing_to_learn"] = nothing_to_learn(recs, gap)
     if not rows:
         return out
     X, names = _features(by_id, rows)
@@ -207,12 +223,21 @@ def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0, 
         saved, lost = _policy_savings(rows, stop)
         out["in_sample"].append({"depth": d, "saved_generations": saved, "lost": lost, "gap_share": share(saved)})
     fams = np.array([r["family"] for r in rows])
-    k = min(folds, len(set(fams.tolist())))
-    if k < 2:
-        return out
-    from sklearn.model_selection import GroupKFold
-    splits = list(GroupKFold(n_splits=k).split(X, y, fams))
+    if fold_of is not None:  # case-level folds: the inner thresholds are set on held-out cases, not families
+        case_fold = np.array([fold_of[r["case_id"]] for r in rows])
+        splits = [(np.flatnonzero(case_fold != f), np.flatnonzero(case_fold == f)) for f in sorted(set(case_fold.tolist()))]
+        fams = np.array([r["case_id"] for r in rows])
+        k = len(splits)
+        if k < 2:
+            return out
+    else:
+        k = min(folds, len(set(fams.tolist())))
+        if k < 2:
+            return out
+        from sklearn.model_selection import GroupKFold
+        splits = list(GroupKFold(n_splits=k).split(X, y, fams))
     out["folds"] = k
+    out["scope"] = WITHIN if fold_of is not None else "out of family"
     for name in MODELS:
         oof = np.full(len(rows), np.nan)
         stop = np.zeros(len(rows), dtype=bool)
@@ -248,6 +273,8 @@ def ceiling_table(records: Sequence[Mapping], *, folds: int = 5, seed: int = 0, 
     best = max(out["out_of_sample"], key=lambda r: r["gap_share"])
     out["best_share_any_loss"] = {"model": best["model"], "gap_share": best["gap_share"], "lost": best["lost"]}
     out["in_sample_best_share"] = max(r["gap_share"] for r in out["in_sample"])
+    if out["nothing_to_learn"]:  # a share of a gap nothing can be learned on is no ceiling
+        out["ceiling_share"], out["in_sample_best_share"] = None, None
     out["sentence"] = ceiling_sentence(out)
     return out
 
@@ -267,11 +294,32 @@ def _auc(y: np.ndarray, s: np.ndarray) -> float | None:
     return float(roc_auc_score(y, s))
 
 
+def nothing_to_learn(recs: Sequence[Mapping], gap: int) -> str | None:
+    """Why there is nothing to learn (None: there is something): no case has a right answer anywhere
+    in its recorded tree (stopping at once loses nothing, so "learnable" shares say nothing about a
+    controller), or the gap is zero (always-tool already stops at every earliest safe point)."""
+    from controller.study.headroom import headroom_cells
+
+    if not recs:
+        return None
+    cells = headroom_cells(recs)
+    if cells["unreachable_cases"] == cells["n"]:
+        return (f"no answer is right anywhere in the {cells['n']} scored cases (the hindsight oracle gets none): "
+                "answering directly at once loses nothing, so there is no decision to learn")
+    if gap == 0:
+        return "the gap is zero: always-tool already stops at every case's earliest safe point"
+    return None
+
+
 def ceiling_sentence(c: Mapping) -> str:
     """The one line: at most X% of the gap is learnable from what a controller sees here."""
+    if c.get("nothing_to_learn"):
+        return f"Nothing to learn: {c['nothing_to_learn']}."
     best = c.get("best_share_any_loss") or {}
+    within = c.get("scope") == WITHIN
     return (f"At most {100 * c['ceiling_share']:.0f}% of the {c['gap_generations']}-generation always-tool -> oracle gap "
-            f"is learnable out of family from what a controller sees here without losing a case (in-sample, trees of "
-            f"depth <= {DEPTHS[-1]} recover up to {100 * c.get('in_sample_best_share', 0.0):.0f}% at zero loss; the best "
-            f"out-of-family model, {best.get('model')}, saves {100 * best.get('gap_share', 0.0):.0f}% losing "
+            f"is learnable {WITHIN if within else 'out of family'} from what a controller sees here without losing a "
+            f"case (in-sample, trees of depth <= {DEPTHS[-1]} recover up to "
+            f"{100 * c.get('in_sample_best_share', 0.0):.0f}% at zero loss; the best "
+            f"{'held-out-case' if within else 'out-of-family'} model, {best.get('model')}, saves {100 * best.get('gap_share', 0.0):.0f}% losing "
             f"{best.get('lost', 0)} cases).")

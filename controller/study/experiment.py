@@ -23,6 +23,7 @@ from tracegen.grading import program_right
 
 from common.errors import check
 
+from controller.env.confidence import records_for_learners
 from controller.env.cost import cost_kinds, cost_units, unit
 from controller.learn.lora import LoraPolicyConfig
 from controller.learn.lora_policy import LoraAdapter
@@ -35,6 +36,7 @@ from controller.env.registry import BEST_FIXED, ORACLE, REGISTRY, names, spec
 from controller.learn.cost_rule import LAMBDAS
 from controller.env.traceenv import SPLITS, TraceEnv, scored as _scored
 from controller.study.cv import run_cv
+from controller.study.within_family import within_family
 from controller.study.savings import savings_table
 from controller.study.sections import study_sections
 from controller.study.split_seeds import split_seed_outcomes, spread_summary
@@ -76,6 +78,11 @@ class ExperimentConfig:
         "flag": "--lora-frontier"})
     policies: tuple[str, ...] | None = field(default=None, metadata={
         "help": "comma-separated policies to report (default: all that were run)"})
+    confidence: bool = field(default=True, metadata={
+        "help": "turn the model's confidence off as a learner input: by default the learners (the rule, the LoRA "
+                "policy, DAgger, the nulls) read its token log-probability features where the traces record them "
+                "and the report says what they add (the rule refit without them, same folds); with this flag the "
+                "whole analysis sees the traces as if no log-probability were recorded"})
     progress: bool = True
     bootstrap_resamples: int = 2000
     lora: LoraPolicyConfig = field(default_factory=LoraPolicyConfig)
@@ -88,6 +95,10 @@ class ExperimentConfig:
         "help": "JSON file saying how the traced model was made (base, training, the recipe it departs from, its "
                 "training completions' lengths: controller/study/coder.py), for the report's deviations (default: "
                 "the sft_config.json that `sft` wrote into the --model folder, if any)", "metavar": "FILE"})
+    within_family: bool = field(default=True, metadata={
+        "help": "leave out the secondary analysis of the task type's value: by default, with --cv-folds, the same "
+                "learners and comparators are also cross-validated case by case within families (every family "
+                "seen in training; the LoRA policies not refit), beside the family-disjoint primary"})
     split_seed: int = 0  # fold seed of cross-validation: a run sets it to its split_seed
     split_seeds: int = field(default=1, metadata={"help": "with --cv-folds: repeat cross-validation with N fold "
                                                           "assignments (fold seeds SPLIT_SEED..SPLIT_SEED+N-1) and "
@@ -246,6 +257,7 @@ def run_experiment(records: list[dict], cfg: ExperimentConfig, log=print, lora_w
     simulations. ``lora_worker``: one the caller started earlier (and closes); else one is
     started here when a LoRA policy is trained."""
     t0 = time.monotonic()
+    records = records_for_learners(records, cfg.confidence)  # --no-confidence: as if none were recorded
     worker = lora_worker
     if worker is None and needs_lora_worker(cfg):
         from controller.learn.lora_worker import LoraWorker
@@ -364,6 +376,10 @@ def _cross_validation(records, cfg: ExperimentConfig, log, worker=None) -> tuple
         per_seed = split_seed_outcomes(records, cfg, log=log, first_cv=cv)
         parts["split_seeds"] = spread_summary(per_seed)
         timing["split_seeds_s"] = round(time.monotonic() - t, 2)
+    if cfg.within_family:  # the secondary: every family seen in training (within_family.py)
+        t = time.monotonic()
+        parts["within_family"] = within_family(records, cfg, log=log)
+        timing["within_family_s"] = round(time.monotonic() - t, 2)
     return parts, timing, cv.pooled, per_seed
 
 

@@ -23,6 +23,10 @@ per family; estimates are per-case means with a family-bootstrap interval):
   learner's cost): right_L - ((1 - w) right_a + w right_b), w matching the mix's expected cost
   to the learner's in ``unit`` (``routing``). Verdict ``better`` / ``worse`` / ``within noise``.
 
+A hypothesis the data cannot decide (nothing right anywhere on its split, too few families for
+the test to reject, a no-loss bound that cannot pass at its n) gets the verdict ``undecidable (the
+reason)`` and the reason in ``undecidable`` (``decidable.py``); its p-values are still reported.
+
 Holm runs over distinct tests only, primaries and secondaries as two families: hypotheses whose
 per-family difference vectors are identical (or negated) are one test (``merged_with``); a
 hypothesis that involves the hindsight oracle, or whose policies have identical outcome vectors
@@ -38,6 +42,7 @@ from typing import Mapping, Sequence
 
 from controller.study.routing import UNITS, case_vectors, hull_value, mix_weight, point, upper_hull
 from controller.study.comparators import CASE_ASSUMES, family_bound, max_losses_tolerated
+from controller.study.decidable import UNDECIDABLE, undecidable_reason
 from controller.study.stats import (ALPHA, EXCLUDE_ORACLE, NONINFERIORITY_METHOD, ORACLE, comparison_key, distinct_holm,
                                     family_bootstrap, family_sign_flip_p, noninferiority_lower_bound)
 
@@ -282,6 +287,7 @@ def evaluate_study(study: Study, outcomes_by_split: Mapping[str, Mapping[str, Se
     """``hypotheses`` summary key: primaries first, each with p_family, p_holm (distinct tests,
     primaries and secondaries as separate Holm families) and verdict."""
     stats = []
+    by_split_of = lambda h: outcomes_by_split.get(h.split) or {}
     for h in study.hypotheses:
         by_policy = outcomes_by_split.get(h.split)
         s = ({"skipped": f"split {h.split} was not run (cv_pooled needs --cv-folds)"} if by_policy is None
@@ -305,6 +311,9 @@ def evaluate_study(study: Study, outcomes_by_split: Mapping[str, Mapping[str, Se
                    "unit": h.unit, "split": h.split, "description": h.description,
                    "p_family": s.get("p_family"), "p_holm": None if s.get("skipped") else adj[k],
                    "holm_family_size": size, "verdict": _verdict(h, s, adj[k], study.alpha)}
+            why_not = undecidable_reason(h.kind, h.policies, h.split, s, by_split_of(h), h.margin, study.alpha)
+            if why_not:  # the data cannot decide: said so, in place of a verdict that reads as a finding
+                row["undecidable"], row["verdict"] = why_not, f"{UNDECIDABLE} ({why_not})"
             for f in ("estimate", "interval", "n", "n_families", "mix", "w", "learner_exact", "mix_expected_exact",
                       "accuracy_diff", "accuracy_interval", "noninferiority"):
                 if f in s:
@@ -352,6 +361,8 @@ def combine_verdicts(kind: str, verdicts: Sequence[str], min_supported: int) -> 
         return neg_word, pos
     if len(set(ran)) == 1 and not missing:
         return ran[0], pos
+    if all(v.startswith(UNDECIDABLE) for v in ran):  # undecidable at every split seed (reasons may differ in n)
+        return ran[0] + missing, pos
     if kind == "cheaper_no_loss":
         return f"not supported ({pos_word} at {pos} of {n} split seeds{missing}; the rule needs {min_supported})", pos
     return (f"within noise ({pos_word} at {pos}, {neg_word or 'opposite'} at {neg} of {n} split seeds{missing}; "

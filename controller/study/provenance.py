@@ -112,6 +112,19 @@ def study_provenance(source: str | None, traces_started_utc: str | None = None) 
             **registration(git, traces_started_utc)}
 
 
+def primaries_heading(study: Mapping) -> str:
+    """The words over a report's list of primary hypotheses: "Registered" only over a study file
+    that was registered before its traces (a default study or a later file says what it is)."""
+    if study.get("pre_registered"):
+        return "Registered primary hypotheses"
+    reg = study.get("registration")
+    if reg == AFTER:
+        return f"Primary hypotheses (study file `{study.get('source')}`, {AFTER})"
+    if reg == UNKNOWN:
+        return f"Primary hypotheses (study file `{study.get('source')}`, registration unknown)"
+    return "Primary hypotheses (the built-in default study, not registered)"
+
+
 def registration_words(study: Mapping) -> str:
     """How a report names the study's status: "pre-registered in `FILE` (...)" only when it was."""
     src = study.get("source")

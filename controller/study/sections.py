@@ -13,12 +13,14 @@ from typing import Mapping, Sequence
 from controller.env.cost import unit as cost_unit_of
 from controller.study.ceiling import ceiling_table
 from controller.study.confidence import confidence_table
+from controller.study.confidence_adds import confidence_adds
 from controller.study.comparators import dominance, ni_tolerance
 from controller.study.deviations import deviations
 from controller.study.headroom import headroom_table
 from controller.study.hypotheses import (Study, attach_split_seeds, default_study, evaluate_study, load_study,
                                          split_seed_rule)
 from controller.env.registry import is_learner, role
+from controller.study.null_match import null_matches
 from controller.study.power import min_detectable_effect
 from controller.study.provenance import study_provenance
 from controller.study.routing import routing_table
@@ -93,6 +95,7 @@ def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[M
     return {"headroom": headroom_table(records, summary.get("policy_results"), cv.get("pooled")),
             "ceiling": ceiling_table(records, seed=seed),
             "confidence": confidence_table(records, seed=seed),
+            "confidence_adds": confidence_adds(records, by_split, seed=seed),
             "routing": routing,
             "study": {"name": st.name, "source": st.source, "cost_unit": st.cost_unit, "alpha": st.alpha,
                       "split_seed_rule": split_seed_rule(st, n_seeds),
@@ -103,4 +106,5 @@ def study_sections(records: Sequence[Mapping], outcomes: Mapping[str, Sequence[M
             "comparators": {"best_fixed_rule": (summary.get("best_fixed") or {}).get("criterion"),
                             "dominance": dominance(ssr, cost_unit_of(st.cost_unit).field)},
             "power": power_rows(hyps, routing, st.alpha, seed),
+            "null_matches": null_matches(by_split),
             "hypotheses": hyps}

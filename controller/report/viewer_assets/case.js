@@ -4,6 +4,15 @@
 // "stop" is the normal end of a generation; anything else (length, budget, ...) is worth a look.
 const finishBadge = (f) => "finish " + badge(f || "?", f && f !== "stop" ? "warn" : "");
 
+// The model's confidence in an attempt: its token log-probabilities (mean, minimum, tokens) where
+// the trace recorded them; what the server said when it gave none; nothing for a backend that has none.
+function confidenceBadge(lp) {
+  if (!lp) return "";
+  if (lp.unavailable) return " confidence " + badge("unavailable: " + lp.unavailable, "warn");
+  if (lp.mean == null) return " confidence " + badge("no tokens");
+  return " confidence " + badge("mean log-prob " + lp.mean.toFixed(3) + " · min " + lp.min.toFixed(3) + " · " + lp.tokens + " tokens");
+}
+
 function parseBadge(p) {
   p = p || {};
   return "parse " + badge((p.status || "?") + (p.detail ? " (" + p.detail + ")" : ""), p.status === "failed" ? "fail" : p.status === "declined" ? "warn" : "");
@@ -47,7 +56,7 @@ function attempt(c, j, rnd) {
   const v = rnd.visible || {}, t = rnd.test || {}, h = [];
   h.push('<div class="attempt' + (rnd.visible_pass ? " passed" : "") + '" id="attempt-' + j + "-" + esc(rnd.round) + '"><h3>sample ' + j +
     " · round " + esc(rnd.round) + " · " + esc((rnd.kind || "").toUpperCase()) + '</h3><div class="badges">' + parseBadge(rnd.parse) +
-    " " + finishBadge(rnd.finish_reason) + (rnd.search_nodes != null ? " search nodes " + badge(num(rnd.search_nodes)) : "") +
+    " " + finishBadge(rnd.finish_reason) + confidenceBadge(rnd.logprobs) + (rnd.search_nodes != null ? " search nodes " + badge(num(rnd.search_nodes)) : "") +
     " public example " + badge(rnd.visible_pass ? "pass" : "fail" + (v.error ? ": " + v.error : ""), rnd.visible_pass ? "pass" : "fail") +
     "</div>" + costLine(rnd, true));
   if (c.prompts.recorded)  // imported: the prompt the source recorded for this attempt, never one rebuilt here
@@ -105,7 +114,7 @@ function casePage(id) {
       [(many ? "Example " + (k + 1) : "Example") + " output", grid(e.output)]])).join("") + "</div>" +
     tables([["New input", grid(c.task.test_input)]]) + "</div>");
   const d = c.direct;
-  h.push('<div class="panel" id="direct"><h3>Direct answer</h3><div class="badges">' + parseBadge(d.parse) + " " + finishBadge(d.finish_reason) +
+  h.push('<div class="panel" id="direct"><h3>Direct answer</h3><div class="badges">' + parseBadge(d.parse) + " " + finishBadge(d.finish_reason) + confidenceBadge(d.logprobs) +
     "</div>" + costLine(d, false) + grid(d.value) +
     (!c.prompts.recorded ? '<details class="prompt direct-prompt"><summary>direct prompt the model was sent</summary>' + messages(c.prompts.direct) + "</details>" :
       c.prompts.direct ? '<details class="prompt recorded-prompt"><summary>prompt as recorded with the output' + (d.model ? " (" + esc(d.model) + ")" : "") +

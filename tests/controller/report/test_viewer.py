@@ -271,6 +271,9 @@ def crafted_run():
     for i, (p, c, g, v, t) in enumerate([(1000, 7, 12.5, 1.5, 2.0), (1111, 8, 13.5, 4.0, 1.5)]):
         a["rounds"][i].update(prompt_tokens=p, completion_tokens=c, gen_ms=g)
         a["rounds"][i]["visible"]["wall_ms"], a["rounds"][i]["test"]["wall_ms"] = v, t
+    a["direct"]["logprobs"] = {"mean": -0.25, "min": -2.5, "sum": -10.0, "tokens": 40, "source": "hf"}
+    a["rounds"][0]["logprobs"] = {"mean": -0.125, "min": -1.75, "sum": -0.875, "tokens": 7, "source": "hf"}
+    a["rounds"][1]["logprobs"] = {"unavailable": "the server ignored logprobs", "source": "openai"}
     b = make_record("g/g_10", "g", "dev", rounds=[(True, ANSWER)], direct_tokens=5)
     b["rounds"][0]["code"] = "def transform(table):\n    zebra_marker = 1\n    return table"
     c = make_record("g/g_9", "g", "test", direct=[["Cy"], ["Dx"], ["Ey"]], rounds=[(False, None)], direct_tokens=900)
@@ -447,6 +450,12 @@ def test_direct_and_write_prompts_and_per_attempt_cost(browser, crafted):
     assert foot[2:5] == [f"{t['prompt_tokens'] + t['completion_tokens']:,} tokens", f"{t['gen_ms']:,.1f}", f"{t['sandbox_ms']:,.1f}"]
     assert page.text_content("#attempt-0-0 .cost") == \
         "tokens 1,000 in / 7 out · generation 12.5 ms · sandbox 1.5 ms example + 2.0 ms new input"
+    # each attempt's confidence where the trace recorded it; what the server said where it gave none
+    assert "confidence mean log-prob -0.250 · min -2.500 · 40 tokens" in page.text_content("#direct .badges")
+    assert "confidence mean log-prob -0.125 · min -1.750 · 7 tokens" in page.text_content("#attempt-0-0 .badges")
+    assert "confidence unavailable: the server ignored logprobs" in page.text_content("#attempt-0-1 .badges")
+    b_page = open_page(browser, url + "#case/" + quote(records[1]["case_id"], safe=""), errors)
+    assert "confidence" not in b_page.text_content("#direct .badges")  # synth: none recorded, none shown
     assert page.evaluate("window.scrollY") == 0
     page.click("#attempts a[data-goto=attempt-0-1]")  # scrolls to the attempt; the URL still names the case
     assert page.evaluate("location.hash") == "#case/" + quote(rec["case_id"], safe="")

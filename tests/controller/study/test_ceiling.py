@@ -72,3 +72,30 @@ def test_report_puts_the_ceiling_after_headroom_and_before_the_answer():
     names = [f.__name__ for f in SECTIONS]
     assert names[:3] == ["headroom_md", "ceiling_md", "answer_md"]
     assert ceiling_md({}) == []
+
+
+def test_nothing_right_anywhere_is_nothing_to_learn():
+    """Direct and every program wrong on every case: stopping at once is always safe, so the "gap" is
+    all of always-tool's rounds; the ceiling says there is nothing to learn instead of "100% learnable"."""
+    recs = [make_record(f"f{i}/1", f"f{i}", ("train", "dev", "test")[i % 3], direct=WRONG,
+                        rounds=[(False, None), (True, WRONG)]) for i in range(6)]
+    c = ceiling_table(recs, seed=0)
+    assert c["gap_generations"] == c["always_tool_generations"] == 12
+    assert c["nothing_to_learn"].startswith("no answer is right anywhere in the 6 scored cases")
+    assert c["sentence"].startswith("Nothing to learn:") and c["ceiling_share"] is None
+    md = "\n".join(ceiling_md({"ceiling": c}))
+    assert "Nothing to learn" in md and "Out-of-sample ceiling" not in md and "learnable" not in md
+    assert ceiling_table(_three(), seed=0)["nothing_to_learn"] is None
+
+
+def test_k_above_one_counts_every_sample_at_the_commit_as_the_headroom_does():
+    from controller.study.headroom import headroom_cells
+    from tests.tracefactory import make_tree_record
+
+    recs = [make_tree_record(f"k{i}/1", f"k{i}", ("train", "dev", "test")[i % 3], direct=ANSWER if i % 2 else WRONG,
+                             chains=[[(True, WRONG)], [(True, ANSWER)]]) for i in range(6)]
+    c = ceiling_table(recs, seed=0)
+    cells = headroom_cells(recs)
+    assert c["k"] == 2 and c["sample_wins"] == cells["passing_right_commit_wrong"] == 6
+    assert c["commit_direct_wins"] == cells["direct_right_commit_wrong"] == 3
+    assert "with every one of the K = 2 samples drawn" in "\n".join(ceiling_md({"ceiling": c}))

@@ -90,10 +90,51 @@ def test_known_p_values_verdicts_and_primaries_first():
 def test_cheaper_but_less_accurate_is_not_supported():
     outs = _outcomes()
     outs["learned_rule"] = [_o("learned_rule", i, i != 0, 1) for i in range(7)]  # loses one case of 7
-    st = _study([{"name": "c", "primary": True, "kind": "cheaper_no_loss", "margin": 0.02,
+    # margin 0.45: at n = 7 a no-loss claim can pass (see above), so the one loss decides
+    st = _study([{"name": "c", "primary": True, "kind": "cheaper_no_loss", "margin": 0.45,
                   "policies": ["learned_rule", "always_tool_visible"], "split": "test"}])
     (row,) = evaluate_study(st, {"test": outs})
     assert row["p_holm"] < 0.05 and row["verdict"].startswith("not supported (an accuracy loss")
+    assert "undecidable" not in row
+
+
+def test_a_no_loss_claim_that_cannot_pass_at_its_n_is_undecidable():
+    """At n = 7 and margin 0.02 the exact bound is -0.41 even with no loss, and the learner can win no
+    case (always-tool is right everywhere): "undecidable" with the reason, not "not supported"."""
+    st = _study([{"name": "c", "primary": True, "kind": "cheaper_no_loss", "margin": 0.02,
+                  "policies": ["learned_rule", "always_tool_visible"], "split": "test"}])
+    (row,) = evaluate_study(st, {"test": _outcomes()})
+    assert row["verdict"].startswith("undecidable (cannot pass at n = 7: even with zero losses")
+    assert "-0.410" in row["undecidable"] and row["p_family"] is not None
+
+
+def test_nothing_right_anywhere_is_undecidable_but_a_cost_claim_is_not():
+    outs = {p: [dict(o, correct=False) for o in v] for p, v in _outcomes().items()}
+    st = _study([{"name": "acc", "primary": True, "kind": "accuracy_diff", "split": "test",
+                  "policies": ["always_tool_visible", "direct_only"]},
+                 {"name": "cost", "primary": True, "kind": "cost_saving", "split": "test",
+                  "policies": ["learned_rule", "always_tool_visible"]}])
+    rows = {r["name"]: r for r in evaluate_study(st, {"test": outs})}
+    assert rows["acc"]["verdict"] == "undecidable (no right answer anywhere on test: the hindsight oracle gets 0 of 7)"
+    assert rows["cost"]["verdict"] == "cheaper"
+
+
+def test_too_few_families_is_undecidable():
+    outs = {p: v[:4] for p, v in _outcomes().items()}  # 4 families: the sign-flip test stops at p = 0.125
+    st = _study([{"name": "acc", "primary": True, "kind": "accuracy_diff", "split": "test",
+                  "policies": ["always_tool_visible", "direct_only"]}])
+    (row,) = evaluate_study(st, {"test": outs})
+    assert row["verdict"].startswith("undecidable (4 families: the family-level sign-flip test cannot go below p = 0.12")
+
+
+def test_registration_warns_before_the_traces_when_a_bound_cannot_pass():
+    from controller.study.decidable import registration_warnings, wins_needed
+
+    st = load_study("studies/smollm2_coder.toml")
+    lines = registration_warnings(st, 45, 45)
+    assert len(lines) == 3 and all("cannot pass at n = 45 without a win" in w for w in lines)
+    assert "-0.079" in lines[0] and f"at least {wins_needed(45, 0.02, 0.05)} wins" in lines[0]
+    assert registration_warnings(st, 225, 45) == []  # at 225 cases zero losses pass a 2 pp margin
 
 
 def test_holm_merges_identical_comparisons_and_leaves_out_ties_and_the_oracle():
@@ -254,3 +295,20 @@ def test_split_seed_rule_table_in_a_toml_file(tmp_path):
     p.write_text('[[hypotheses]]\nname = "a"\nprimary = true\nkind = "accuracy_diff"\n'
                  'policies = ["learned_rule", "direct_only"]\n')
     assert "states no rule" in split_seed_rule(load_study(str(p)), 5)["rule"]
+
+
+def test_the_run_prints_the_warning_before_it_traces():
+    """``pipeline.warn_undecidable`` is called before the backend opens: it counts scored cases only."""
+    from types import SimpleNamespace
+
+    from controller.pipeline import warn_undecidable
+    from controller.study.experiment import ExperimentConfig
+
+    cases = [SimpleNamespace(scored=True, family=f"f{i}") for i in range(45)]
+    cases.append(SimpleNamespace(scored=False, family="unscored"))
+    said = []
+    lines = warn_undecidable(ExperimentConfig(study="studies/smollm2_coder.toml"), cases, said.append)
+    assert said == lines and len(lines) == 3
+    assert lines[0].startswith("warning: `experiment.study` studies/smollm2_coder.toml: hypothesis "
+                               "'rule_cheaper_than_best_fixed' (cheaper_no_loss, cv_pooled) cannot pass at n = 45")
+    assert warn_undecidable(ExperimentConfig(), cases, said.append) == []

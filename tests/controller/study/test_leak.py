@@ -130,3 +130,32 @@ def test_confidence_features_read_only_what_is_revealed():
     none = visible_state(plain, 1)
     assert not any(n in none.features for n in LOGPROB_FEATURE_NAMES) and "confidence" not in none.text
     assert all(v != v for v in confidence_vector(none))  # NaN, not a fake zero
+
+
+def test_the_rule_reading_confidence_ignores_hidden_answers():
+    """The leak audit over the confidence features: a rule trained on traces with token
+    log-probabilities (train split) acts identically on the test cases when their hidden answers
+    (and grades) are swapped; the oracle does not."""
+    import copy
+
+    from tracefactory import CONF_DIRECT as DIRECT, CONF_PROGRAM as PROGRAM, confidence_traces
+
+    from controller.env.policies import Oracle
+    from controller.env.traceenv import TraceEnv
+    from controller.learn.cost_rule import fit_learned_rule
+
+    recs = confidence_traces()
+    env = TraceEnv(recs)
+    rule, _, _ = fit_learned_rule(env, env.split("train"), env.split("dev"), ExperimentConfig(rule_lambdas=(0.0,)))
+    assert "direct_logprob" in rule.describe()
+    swapped = copy.deepcopy(recs)
+    for r in swapped:
+        if r["split"] == "test":
+            right = PROGRAM if r["hidden"]["direct_exact"] else DIRECT
+            r["hidden"].update(answer=right, direct_exact=right == DIRECT,
+                               rounds=[{"hidden_exact": right == PROGRAM}])
+    test_a = [r for r in recs if r["split"] == "test"]
+    test_b = [r for r in swapped if r["split"] == "test"]
+    acts = lambda policy, rs: [o["actions"] for o in TraceEnv(rs).simulate(policy, rs)]
+    assert acts(rule, test_a) == acts(rule, test_b)
+    assert acts(Oracle(test_a), test_a) != acts(Oracle(test_b), test_b)
