@@ -14,11 +14,13 @@ Full study with a real model (weights already on disk or in the local HF cache):
         --train-shuffled-lora --backend vllm --model Qwen/Qwen3.5-4B --max-repairs 2 \\
         --dagger-iters 3 --cv-folds 5 --resume
 
-Two more subcommands, each with its own --help (docs/compare.md):
+More subcommands, each with its own --help (docs/compare.md, docs/sft.md, docs/import.md):
 
     live-tool-dagger compare ROOT_A ROOT_B [--out DIR]   two runs on the same cases, B - A per policy
     live-tool-dagger view [DIR] [--open]                 list the runs under DIR, index page runs.html
     live-tool-dagger sft --data EXPORT [--out DIR]       train a coder on an SFT export (docs/sft.md)
+    live-tool-dagger import FILE.jsonl --root ROOT       model outputs recorded elsewhere (docs/import.md)
+    live-tool-dagger export --root ROOT FILE.jsonl       a run's traces in that format
 
 `python scripts/run_live_tool_dagger.py` is the same command from a checkout.
 Outputs go to <root>/reports/ (final_summary.json, report.md, figures/, predictions/, viewer/index.html).
@@ -104,6 +106,10 @@ def main(argv=None) -> int:
         from controller.commands import main as subcommand
 
         return subcommand(words)
+    if words and words[0] in ("import", "export"):  # recorded outputs in and out (controller/importer.py)
+        from controller.importer import main as transfer
+
+        return transfer(words)
     if words and words[0] == "sft":  # train a coder on an SFT export (controller/sft_train.py)
         from controller.sft_train import main as sft_main
 

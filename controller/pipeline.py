@@ -15,7 +15,8 @@ from pathlib import Path
 from cases import CaseError, SplitError, load_case_set, make_splits, probe_cases, split_manifest
 from tracegen.backends import PartialGeneration, Unanswerable, backend_class
 from common.errors import ConfigError
-from tracegen.records import TraceFileError, assign_splits, read_traces, repair_torn_tail, upgrade_record
+from tracegen.records import (TraceFileError, assign_splits, case_of_record, read_traces, repair_torn_tail,
+                              upgrade_record)
 
 from controller.args import config_text
 from controller.checks import (UsageError, check_flags, check_study, check_trace_file, manifest_splits, policy_model,
@@ -32,16 +33,15 @@ def run(cfg: RunConfig, log=print) -> dict:
     given = cfg  # what reports/config.toml holds: fed back with --config, it makes this run again
     check_flags(cfg)
     cfg = _prepared(cfg.resolved())
-    try:
-        all_cases = load_case_set(cfg.cases)
-    except CaseError as err:
-        raise UsageError(str(err), "cases") from None
     path = trace_path(cfg)
     if not cfg.generate_traces and not path.exists():
         raise UsageError(f"{path}: no traces yet; set `generate_traces`")
     cfg = _traced_selection(cfg, log)
-    cases = select_cases(all_cases, cfg.cases_per_family, cfg.limit_total)
-    tcfg = trace_config(cfg, cases)
+    # a run that traces reads its case set; a re-analysis reads no case file: each record carries
+    # its task and hidden answer (``records.case_of_record``), so imported runs need none either
+    all_cases = _case_set(cfg) if cfg.generate_traces else None
+    cases = select_cases(all_cases, cfg.cases_per_family, cfg.limit_total) if all_cases is not None else None
+    tcfg = trace_config(cfg, cases) if cases is not None else None
 
     # the LoRA worker starts now, importing while the trace file is read and checked, or while
     # tracing runs (then niced: tracing keeps the cores busy, the imports take their idle moments)
@@ -50,13 +50,8 @@ def run(cfg: RunConfig, log=print) -> dict:
     try:
         done, records = check_trace_file(cfg, tcfg, log)
         if records is not None:
-            known = {c.case_id for c in all_cases}
-            if not any(r["case_id"] in known for r in records):
-                raise UsageError(f"none of the {len(records)} records of {path} is a case of {cfg.cases} (e.g. "
-                                 f"{records[0]['case_id']!r}): give the case set the traces were made from", "cases")
-        if records is not None and not selection(cfg):  # an older run's folder: the cases it traced
-            traced = {r["case_id"] for r in records}
-            cases = [c for c in cases if c.case_id in traced]
+            all_cases = [case_of_record(r) for r in records]
+            cases = select_cases(all_cases, cfg.cases_per_family, cfg.limit_total)
         if records is not None:  # the repair budget the traces were made with, not this config's
             check_study(cfg.experiment, max_repairs(records))
         split = None
@@ -83,6 +78,14 @@ def run(cfg: RunConfig, log=print) -> dict:
             backend.close()
         if worker is not None:
             worker.close()
+
+
+def _case_set(cfg: RunConfig):
+    """The cases of ``cfg.cases`` (a named set or a folder); ``UsageError`` naming it otherwise."""
+    try:
+        return load_case_set(cfg.cases)
+    except CaseError as err:
+        raise UsageError(str(err), "cases") from None
 
 
 def analyze(records, experiment: ExperimentConfig | None = None, log=print) -> tuple[dict, dict]:
@@ -209,7 +212,9 @@ def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[di
     return split_families, info
 
 
-def _generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict:
+def generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict:
+    """Trace ``cases`` (all but ``done``) with ``backend`` into the run's trace file, after writing
+    its run_config.json; the rollout's counts. A run and ``live-tool-dagger import`` trace here."""
     from sandbox import Sandbox
     from tracegen.rollout import rollout
 
@@ -266,7 +271,7 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, t0, log, w
         t = time.monotonic()
         warm = warm_imports(TRACING_NICE)
         try:
-            timing["trace_stats"] = _generate(cfg, backend, cases, split_of, tcfg, done, log)
+            timing["trace_stats"] = generate(cfg, backend, cases, split_of, tcfg, done, log)
         finally:
             warm.join()  # seconds at most; the controllers would wait for the same imports
         timing["traces_s"] = round(time.monotonic() - t, 2)

@@ -106,6 +106,32 @@ def _keep_a_copy(src: Path, dst: Path, linked: bool) -> None:
 
 # ---- a finished run's outputs ---------------------------------------------------------------
 
+def case_set_name(cases: str) -> str:
+    """The summary's ``case_set`` of a ``cases`` value: a set's name, ``dir:<folder>``, or as it is
+    (``import:<file>``, a folder no longer there: a re-analysis reads no case file)."""
+    from cases import CaseError
+
+    try:
+        return resolve_case_set(cases)[0]
+    except CaseError:
+        return cases
+
+
+def _traced_cases(cfg) -> str:
+    """The case set the traces were made from: this run's, or for a re-analysis the traced run's
+    (its run_config.json), which this run's ``cases`` flag does not change."""
+    if not cfg.generate_traces:
+        import json
+
+        try:
+            kept = json.loads(run_config_path(cfg).read_text(encoding="utf-8")).get("config", {}).get("cases")
+        except (OSError, ValueError, AttributeError):
+            kept = None
+        if isinstance(kept, str) and kept:
+            return kept
+    return cfg.cases or "foofah"
+
+
 def _by_policy(rows) -> dict:
     out: dict = {}
     for r in rows:
@@ -145,12 +171,16 @@ def write_outputs(cfg, result, records, timing, t0, log) -> dict:
         s = (summary.get("cv") or {}).get("split_seed", cfg.split_seed)
         per_seed = [{"split_seed": s, "records": [{**o, "policy": p} for p, outs in result.cv_pooled.items()
                                                   for o in outs]}]
+    cases = _traced_cases(cfg)
     full = {
         # every setting as config.toml spells it, what the run resolved, and the case set's digest
-        "config": {**run_settings(cfg), "cases": cfg.cases or "foofah", "case_set": resolve_case_set(cfg.cases)[0],
+        "config": {**run_settings(cfg), "cases": cases, "case_set": case_set_name(cases),
                    "trace_file": trace_path(cfg).name},
         "versions": versions(),
         "n_records": len(records),
+        # what made the traces (a re-analysis's own backend flags did not): the records' backend and model
+        "traces": {"backend": ", ".join(sorted({r["backend"] for r in records})),
+                   "model": ", ".join(dict.fromkeys(r["model"] for r in records))},
         **task_summary(records),
         **summary,
         "sandbox": protections(),

@@ -35,6 +35,7 @@ import random
 import resource
 import signal
 import sys
+import time
 import types
 
 try:  # loaded as part of the package in tests, as top-level modules inside the worker
@@ -117,6 +118,18 @@ def confine(plan: dict, report: dict | None = None) -> None:
             _failed(plan, "seccomp", exc, done)
     if report is not None:
         report.update(done)
+
+
+def times():
+    """``os.times()`` without the ``times`` system call, which seccomp refuses: its return value
+    is the clock ticks since the host booted (the host's uptime, which no time namespace
+    offsets). CPU times from ``getrusage``, ``elapsed`` from ``CLOCK_BOOTTIME`` (offset in the
+    worker's time namespace, so it tells only how long the worker has lived), in ticks of 10 ms
+    as the real one."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return os.times_result((me.ru_utime, me.ru_stime, kids.ru_utime, kids.ru_stime,
+                            round(time.clock_gettime(time.CLOCK_BOOTTIME), 2)))
 
 
 # ----------------------------------------------------------------------------- running
@@ -262,6 +275,77 @@ def check_output(out, limits: dict) -> tuple[bytes | None, str]:
     return data, ""
 
 
+def _encoded(out, limits: dict, **options) -> tuple[bytes | None, str]:
+    """Compact UTF-8 JSON of an output whose shape has been checked, within ``max_bytes``."""
+    try:
+        data = json.dumps(out, ensure_ascii=False, separators=(",", ":"), **options).encode()
+    except UnicodeEncodeError:
+        return None, "output contains a lone surrogate character"
+    except ValueError as exc:  # an int past the conversion limit (4300 digits)
+        return None, _wire.cut(f"output cannot be written as JSON: {exc}", 160)
+    if len(data) > limits["max_bytes"]:
+        return None, (f"output is {len(data)} bytes of JSON, more than the limit "
+                      f"{limits['max_bytes']}")
+    return data, ""
+
+
+def check_grid(out, limits: dict, entry: str = _wire.ENTRY) -> tuple[bytes | None, str]:
+    """A list of at most ``max_rows`` lists of ``int`` (not ``bool``; rows may differ in
+    length) within the row, cell and byte limits -> (JSON bytes, ""), else (None, why)."""
+    if type(out) is not list:
+        return None, f"{entry} returned {_tname(out)}, expected a grid (a list of rows of int)"
+    if len(out) > limits["max_rows"]:
+        return None, f"output has {len(out)} rows, more than the limit {limits['max_rows']}"
+    cells = 0
+    for i, row in enumerate(out):
+        if type(row) is not list:
+            return None, f"row {i} is {_tname(row)}, expected a list of int"
+        if len(row) > limits["max_cols"]:
+            return None, f"row {i} has {len(row)} cells, more than the limit {limits['max_cols']}"
+        cells += len(row)
+        if cells > limits["max_cells"]:
+            return None, f"output has more than {limits['max_cells']} cells, more than the limit"
+        for j, cell in enumerate(row):
+            if type(cell) is not int:
+                return None, f"row {i}, cell {j} is {_tname(cell)}, expected int"
+    return _encoded(out, limits)
+
+
+_JSON_TYPES = frozenset({dict, list, str, int, float, bool, type(None)})
+
+
+def check_json(out, limits: dict, entry: str = _wire.ENTRY) -> tuple[bytes | None, str]:
+    """Any JSON value made of exactly ``dict`` (``str`` keys), ``list``, ``str``, ``int``,
+    finite ``float``, ``bool`` and ``None``, with at most ``max_cells`` values (keys count)
+    nested at most ``max_depth`` deep, within ``max_bytes`` -> (JSON bytes, ""), else
+    (None, why). A walk with its own stack: a cycle or shared lists end at the node limit."""
+    nodes, most, depth_cap = 0, limits["max_cells"], limits["max_depth"]
+    stack = [(out, 1)]
+    while stack:
+        value, depth = stack.pop()
+        nodes += 1
+        if nodes > most:
+            return None, f"output has more than {most} values, more than the limit"
+        kind = type(value)
+        if kind not in _JSON_TYPES:
+            return None, (f"output holds {_tname(value)}, expected only dict, list, str, int, "
+                          "float, bool or None")
+        if kind is float and not math.isfinite(value):
+            return None, "output holds NaN or an infinity, which JSON does not allow"
+        if kind is list or kind is dict:
+            if depth >= depth_cap:
+                return None, f"output is nested more than {depth_cap} deep"
+            if kind is dict:
+                for key in value:  # a dict subclass is refused above: no program code runs
+                    if type(key) is not str:
+                        return None, f"output has a dict key of type {_tname(key)}, expected str"
+                    nodes += 1
+                stack.extend((v, depth + 1) for v in dict.values(value))
+            else:
+                stack.extend((v, depth + 1) for v in value)
+    return _encoded(out, limits, allow_nan=False)
+
+
 _START, _READ = bytes([_wire.TAG_START]), bytes([_wire.TAG_READ])
 # The program's module, made once in the worker: ``dataclasses`` and ``typing`` look a class's
 # module up in ``sys.modules``. Each run empties it first (its own copy, in its own child).
@@ -270,10 +354,12 @@ sys.modules["transform_program"] = PROGRAM
 
 
 def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True,
-            start_fd: int | None = None):
+            start_fd: int | None = None, kind: str = "table", entry: str = _wire.ENTRY):
     """Run one program; returns ``(error name or None, payload bytes)``.
 
-    With ``start_fd``, ``TAG_START`` is written there just before the program's first line runs.
+    The program's ``entry`` function gets the input decoded from JSON; its result must be of
+    ``kind`` (``_wire.KINDS``). With ``start_fd``, ``TAG_START`` is written there just before
+    the program's first line runs.
     """
     try:
         source = code.decode("utf-8")
@@ -295,13 +381,22 @@ def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True
         os.write(start_fd, _START)
     try:
         exec(compiled, namespace)
-        fn = namespace.get("transform")
+        fn = namespace.get(entry)
         if fn is None:
-            return "no_transform", b"the program defines no function named transform(table)"
+            return "no_transform", (b"the program defines no function named transform(table)"
+                                    if kind == "table" and entry == _wire.ENTRY else
+                                    _msg(f"the program defines no function named {entry}(x)"))
         if not callable(fn):
-            return "no_transform", _msg(f"transform is {_tname(fn)}, not a function")
+            return "no_transform", _msg(f"{entry} is {_tname(fn)}, not a function")
         out = fn(json.loads(table_json))
-        data, why = check_output(out, limits)
+        # looked up by name each run: a hostile test replaces check_output to show the parent
+        # checks again
+        if kind == "table":
+            data, why = check_output(out, limits)
+        elif kind == "grid":
+            data, why = check_grid(out, limits, entry)
+        else:
+            data, why = check_json(out, limits, entry)
     except MemoryError:
         return "memory", b"MemoryError: the program ran out of memory"
     except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are program errors
@@ -317,29 +412,34 @@ def _msg(text: str) -> bytes:
 def main_from_header(req_fd: int, header, plan: dict) -> None:
     """The child's life from its request header (which the template handed over): the limits
     that depend on the request are computed here, in the child, never in the template."""
-    timeout_ms, memory_mb, code_len, table_len = _wire.REQUEST.unpack(header)
+    timeout_ms, memory_mb, code_len, table_len, kind, entry_len = _wire.REQUEST.unpack(header)
     plan["cpu_s"] = max(1, math.ceil(timeout_ms / 1000 + 0.5))  # the backstop behind the kill
     plan["as_bytes"] = plan["base"][0] + memory_mb * (1 << 20)  # on top of the worker's own
-    main(req_fd, code_len, table_len, plan)
+    main(req_fd, code_len, table_len, plan, kind, entry_len)
 
 
-def main(req_fd: int, code_len: int, table_len: int, plan: dict) -> None:
+def main(req_fd: int, code_len: int, table_len: int, plan: dict, kind: int = 0,
+         entry_len: int = 0) -> None:
     """The child's whole life: read its own request, confine, run, report; never returns.
 
     Descriptors as ``zygote.child_fds`` left them: the result frame goes to 3, the tags to 4.
     """
     try:
-        body = os.read(req_fd, code_len + table_len)  # the worker never held the request
-        if len(body) < code_len + table_len:  # a long request arrives in pieces
-            rest = _wire.read_exact(req_fd, code_len + table_len - len(body))
+        size = entry_len + code_len + table_len
+        body = os.read(req_fd, size)  # the worker never held the request
+        if len(body) < size:  # a long request arrives in pieces
+            rest = _wire.read_exact(req_fd, size - len(body))
             if rest is None:
                 os._exit(112)  # the parent went away mid-request
             body += rest
         os.write(4, _READ)
         confine(plan)
         random.seed(0)  # after fork ``random`` reseeds from urandom; runs should repeat exactly
+        entry = body[:entry_len].decode("ascii") if entry_len else _wire.ENTRY
+        body = body[entry_len:]
         error, payload = execute(body[:code_len], body[code_len:], plan["limits"],
-                                 plan["ast_check"], start_fd=4)
+                                 plan["ast_check"], start_fd=4, kind=_wire.KINDS[kind],
+                                 entry=entry)
     except Refused as exc:
         error, payload = "crash", _msg(f"sandbox setup failed: {exc}")
     except MemoryError:

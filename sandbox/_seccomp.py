@@ -6,7 +6,9 @@ exit) and answers everything else with ``EPERM`` (``EACCES`` for opening files),
 that reaches a denied call gets an ordinary ``OSError`` instead of a dead process. In
 particular it denies: opening files, sockets, ``fork``/``clone`` (no processes, no threads),
 ``execve``, ``kill`` and friends, ``ptrace``, ``setsid``/``setpgid``, mounts, namespaces,
-``prctl``, ``bpf``, ``io_uring``, ``ioctl``, ``flock`` and the x32 ABI; ``mmap``/``mprotect``
+``prctl``, ``bpf``, ``io_uring``, ``ioctl``, ``flock``, ``times`` (its return value counts clock
+ticks since the host booted, which no time namespace offsets; ``os.times`` is replaced in the
+worker, ``_child.times``) and the x32 ABI; ``mmap``/``mprotect``
 may not ask for executable memory, ``madvise`` may not ask for ``MADV_MERGEABLE`` (KSM), the clock calls take only clock ids >= 0 (a negative one
 names another process's CPU clock: ``EINVAL``), and ``fcntl`` is limited to commands that change nothing
 shared (``FCNTL_ALLOWED``: no locks, no changes to an open file description). The architecture is checked first, and a foreign one kills the process.
@@ -50,7 +52,7 @@ X86_64_ALLOW = {
     "brk": 12, "rt_sigaction": 13, "rt_sigprocmask": 14, "rt_sigreturn": 15, "readv": 19,
     "writev": 20, "select": 23, "sched_yield": 24, "mremap": 25,
     "nanosleep": 35, "getpid": 39, "exit": 60, "gettimeofday": 96,
-    "getrusage": 98, "times": 100, "getuid": 102, "getgid": 104, "geteuid": 107,
+    "getrusage": 98, "getuid": 102, "getgid": 104, "geteuid": 107,
     "getegid": 108, "getppid": 110, "sigaltstack": 131, "gettid": 186, "time": 201,
     "futex": 202, "sched_getaffinity": 204, "restart_syscall": 219,
     "exit_group": 231, "newfstatat": 262,

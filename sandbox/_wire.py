@@ -4,7 +4,8 @@ Three frames (and two tags), all little-endian and length-prefixed, so no side e
 where a message ends and a reader can refuse an oversized one before reading it:
 
 - request, parent -> worker: ``REQUEST`` header (timeout in ms, memory in MiB, code length,
-  table length) followed by the UTF-8 code and the table as compact JSON;
+  input length, the output kind's index in ``KINDS``, entry name length) followed by the entry
+  name (ASCII; empty for ``transform``), the UTF-8 code and the input as compact JSON;
 - result, child -> worker, on the child's fd 3: a ``RESULT`` header (kind, error code, payload
   length) + payload;
 - tags, child -> worker, one byte each on the child's fd 4, read by the worker only once the
@@ -19,7 +20,7 @@ where a message ends and a reader can refuse an oversized one before reading it:
   behind the one a worker is running; the worker reads it only once it has replied, and a
   ``STOP`` reply says it will read nothing more (what was queued never started).
 
-The payload of an ``OK`` frame is the output table as UTF-8 JSON, of an ``ERR`` frame the short
+The payload of an ``OK`` frame is the output as UTF-8 JSON, of an ``ERR`` frame the short
 message. Loaded both as ``sandbox._wire`` and as a top-level module inside the worker, so it
 imports only the standard library.
 """
@@ -42,7 +43,12 @@ TAG_READ, TAG_START = 0x52, 0x53  # never a valid ``kind``, so a tag and a heade
 PRE_START = frozenset({"syntax", "forbidden", "memory", "crash"})
 PROGRAM = frozenset({"no_transform", "exception", "memory", "bad_output"})
 
-REQUEST = struct.Struct("<IIII")
+# What an output must be: "table" (a list of lists of str), "grid" (a list of lists of int, rows
+# of any length), "json" (any JSON value within the size, depth and node limits).
+KINDS = ("table", "grid", "json")
+ENTRY = "transform"  # the function a program defines unless the request names another
+
+REQUEST = struct.Struct("<IIIIHH")
 RESULT = struct.Struct("<BBI")
 REPLY = struct.Struct("<BBIII")
 

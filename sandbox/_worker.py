@@ -15,10 +15,17 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zlib
 
 from . import _wire
+
+# The longest the parent sleeps in one poll(): an interrupt that does not end the poll with EINTR
+# (``_thread.interrupt_main``, a SIGINT the kernel gave another thread) runs its handler only
+# when the main thread runs Python again, so a poll as long as a run's deadline (up to
+# WALL_FACTOR x timeout_s + GRACE_S) held a Ctrl-C back that long.
+WAKE_S = 0.05
 
 SOURCE_DIR = os.path.dirname(os.path.abspath(__file__))
 MODULES = ("_wire", "_kernel", "_seccomp", "policy", "_child", "_scrub", "_confine", "zygote")  # dependency order
@@ -83,6 +90,10 @@ class WorkerError(RuntimeError):
     """A worker process could not be started."""
 
 
+class WorkerEnded(RuntimeError):
+    """The worker was ended (its pool closed) and starts no process any more."""
+
+
 class Worker:
     def __init__(self, options: dict, cwd: str):
         self.boot = boot_frame(options)  # under the 64 KiB of a pipe: spawn never blocks
@@ -93,15 +104,23 @@ class Worker:
         self.proc: subprocess.Popen | None = None
         self.buf = bytearray()
         self.report: dict = {}
+        # ``end()`` may come from another thread at any moment, also while ``spawn`` is inside
+        # ``Popen`` (``proc`` still None): the lock orders the two, and a process started after
+        # ``end()`` is killed by ``spawn`` itself
+        self._mu = threading.Lock()
+        self.ended = False
 
     @property
     def rfd(self) -> int:
         return self.proc.stdout.fileno()
 
     def spawn(self) -> None:
-        """Start the process; ``wait_ready`` completes the start."""
+        """Start the process; ``wait_ready`` completes the start. Raises ``WorkerEnded`` once
+        ``end()`` has been called (before the start, or while it was under way)."""
+        if self.ended:
+            raise WorkerEnded("this worker has been ended")
         self.buf.clear()
-        self.proc = subprocess.Popen(
+        proc = subprocess.Popen(
             # Not -I: it would ignore PYTHONHASHSEED. The environment below is all there is,
             # so -s -S (no site, no user site) isolates as much. A fixed hash seed keeps set
             # and dict order, and so outputs, the same from one worker (and run) to the next.
@@ -113,6 +132,12 @@ class Worker:
             # root); a POSIX rule, not a zone name that a host file could stand for
             env={"LD_BIND_NOW": "1", "PYTHONHASHSEED": "0", "TZ": "UTC0"},
             close_fds=True, start_new_session=True, bufsize=0)
+        with self._mu:
+            self.proc = proc
+            ended = self.ended
+        if ended:  # end() came while Popen ran: this process is ours to end
+            self.kill()
+            raise WorkerEnded("this worker has been ended")
         os.set_blocking(self.rfd, False)
         try:
             _wire.write_all(self.proc.stdin.fileno(), self.boot)
@@ -126,12 +151,18 @@ class Worker:
             if left <= 0:
                 self.kill()
                 raise WorkerError(f"sandbox worker did not start within {timeout_s:g} s")
-            poller = select.poll()
-            poller.register(self.rfd, select.POLLIN)
-            poller.poll(left * 1000)
             try:
+                poller = select.poll()
+                poller.register(self.rfd, select.POLLIN)
+                poller.poll(min(left, WAKE_S) * 1000)  # an interrupt is raised within WAKE_S
                 reply = self.feed()
+            except (AttributeError, OSError, ValueError):
+                if self.ended:  # end() from another thread took the process away
+                    raise WorkerEnded("this worker has been ended") from None
+                raise
             except EOFError:
+                if self.ended:
+                    raise WorkerEnded("this worker has been ended") from None
                 status = self.kill()
                 raise WorkerError(f"sandbox worker exited at start (status {status}); "
                                   "its stderr says why") from None
@@ -174,6 +205,13 @@ class Worker:
         del self.buf[:size + n]
         return kind, code, wall_us, cpu_us, payload
 
+    def end(self, grace_s: float = 0.0) -> None:
+        """Kill the process and start none again, from any thread: a ``spawn`` under way when
+        this is called kills what it started."""
+        with self._mu:
+            self.ended = True
+        self.kill(grace_s)
+
     def kill(self, grace_s: float = 0.0) -> int | None:
         """End the worker and everything it started; close the pipes, reap; the exit status.
 
@@ -181,7 +219,8 @@ class Worker:
         exit by itself (it then reaps its own children, so their CPU time is accounted).
         Then SIGKILL the whole process group, unless the worker has already been reaped.
         """
-        proc, self.proc = self.proc, None
+        with self._mu:
+            proc, self.proc = self.proc, None
         if proc is None:
             return None
         if grace_s > 0:

@@ -25,7 +25,8 @@ for the ``Sandbox``'s life; a later ``Sandbox`` removes a folder only when it ca
 Not covered: sharing one ``Sandbox`` across processes (use one per process; a ``Sandbox`` used
 after ``fork`` raises), concurrent ``run_many`` calls on one ``Sandbox`` from several threads
 (they are serialised by a lock), and calling a ``Sandbox`` from inside its own ``iter_many``
-loop (the lock is held until the generator ends).
+loop (the lock is held until the generator ends: such a call raises ``RuntimeError`` at once
+rather than wait forever).
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ import atexit
 import fcntl
 import gc
 import json
+import keyword
 import os
 import re
 import select
@@ -45,7 +47,7 @@ from collections import deque
 from pathlib import Path
 
 from . import _wire
-from ._worker import Worker, WorkerError
+from ._worker import WAKE_S, Worker, WorkerEnded, WorkerError
 from .result import OutputLimits, RunResult, clean_message, decode_message, decode_output
 
 GRACE_S = 2.0
@@ -139,7 +141,7 @@ def _cleanup(workers: list, tmp: str, owner: int, lock_fd: int) -> None:
     if os.getpid() != owner:  # a forked copy of the owner exiting: the workers are not ours
         return
     for worker in workers:
-        worker.kill(grace_s=1.0)
+        worker.end(grace_s=1.0)
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         os.close(lock_fd)
@@ -162,6 +164,7 @@ class Sandbox:
         self.start_timeout_s = start_timeout_s
         self._pid = os.getpid()
         self._lock = threading.Lock()
+        self._owner: int | None = None  # the thread whose iter_many holds the lock
         self._closing = False  # set first by close(), from any thread
         _remove_stale(tempfile.gettempdir())
         self._tmp, self._lock_fd = _make_folder(tempfile.gettempdir())
@@ -253,17 +256,23 @@ class Sandbox:
 
     # -- running -----------------------------------------------------------------------------
 
-    def run(self, code: str, table: list[list[str]], timeout_s: float = 1.5,
-            memory_mb: int = 256) -> RunResult:
-        return self.run_many([(code, table)], timeout_s, memory_mb)[0]
+    def run(self, code: str, x, timeout_s: float = 1.5, memory_mb: int = 256, *,
+            kind: str = "table", entry: str = _wire.ENTRY) -> RunResult:
+        """Run ``code``'s function ``entry`` on ``x``; its result must be of ``kind``."""
+        return self.run_many([(code, x, kind, entry)], timeout_s, memory_mb)[0]
 
     def run_many(self, items, timeout_s: float = 1.5, memory_mb: int = 256) -> list[RunResult]:
-        """Run each ``(code, table)``; results in input order.
+        """Run each item; results in input order.
 
-        Raises ``ValueError`` for a bad timeout or memory limit, ``TypeError`` for a table that
-        is not a list of lists of str, and ``RuntimeError`` if the sandbox is closed or was
-        created in another process. Holds every output until it returns; ``iter_many`` hands
-        each one over as it arrives instead.
+        An item is ``(code, x)`` (kind ``"table"``, entry ``transform``), ``(code, x, kind)``
+        or ``(code, x, kind, entry)``. ``kind`` is what the output must be: ``"table"`` (a
+        list of lists of str; then ``x`` must be one too), ``"grid"`` (a list of lists of int,
+        rows of any length) or ``"json"`` (any JSON value within ``OutputLimits``); ``x`` is
+        handed to the program decoded from JSON (a fresh value). Raises ``ValueError`` for a
+        bad timeout, memory limit, kind or entry name, ``TypeError`` for an ``x`` that does not
+        fit, and ``RuntimeError`` if the sandbox is closed or was created in another process.
+        Holds every output until it returns; ``iter_many`` hands each one over as it arrives
+        instead.
         """
         items = list(items)
         results: list[RunResult | None] = [None] * len(items)
@@ -285,22 +294,32 @@ class Sandbox:
         if memory_mb < MIN_MEMORY_MB:
             raise ValueError(f"memory_mb must be at least {MIN_MEMORY_MB}")
         items = list(items)
+        if self._owner == threading.get_ident():  # the lock is ours: waiting would be forever
+            raise RuntimeError("this Sandbox is busy with the iter_many loop this call is in: "
+                               "finish the loop first, or run it in another Sandbox")
         with self._lock:
             if self.closed or self._closing:
                 raise RuntimeError("this Sandbox is closed")
             if os.getpid() != self._pid:
                 raise RuntimeError("a Sandbox cannot be used after fork; create a new one")
-            yield from self._iter_many(items, timeout_s, int(memory_mb))
+            self._owner = threading.get_ident()
+            try:
+                yield from self._iter_many(items, timeout_s, int(memory_mb))
+            finally:
+                self._owner = None
 
     def _iter_many(self, items, timeout_s, memory_mb):
         requests: list[bytes | None] = [None] * len(items)
+        kinds: list[str] = [_wire.KINDS[0]] * len(items)  # what each output is checked against
         refused = []
-        tables: dict[int, bytes] = {}
-        for i, (code, table) in enumerate(items):
-            requests[i], result = _encode(code, table, timeout_s, memory_mb, tables)
+        inputs: dict[tuple, bytes] = {}
+        for i, item in enumerate(items):
+            code, x, kinds[i], entry = _unpack(item)
+            requests[i], result = _encode(code, x, kinds[i], entry, timeout_s, memory_mb, inputs)
             if result is not None:
                 refused.append((i, result))
-        del tables
+        del inputs
+        self._kinds = kinds
         yield from refused
         queue = deque(i for i, req in enumerate(requests) if req is not None)
         for worker in self._workers:
@@ -370,7 +389,7 @@ class Sandbox:
         poller = select.poll()  # not select(): the caller may hold fds above 1024
         for fd in by_fd:
             poller.register(fd, select.POLLIN)
-        for fd, _ in poller.poll(wait_s * 1000):
+        for fd, _ in poller.poll(min(wait_s, WAKE_S) * 1000):
             self._take(by_fd[fd], busy, idle, queue, requests, done, seen)
         now = time.monotonic()
         for worker, flight in list(busy.items()):
@@ -406,7 +425,7 @@ class Sandbox:
                 return
             flight.popleft()
             requests[i] = None
-            done.append((i, self._result(reply, start)))
+            done.append((i, self._result(reply, start, self._kinds[i])))
             if reply[0] == _wire.STOP:  # it reads nothing more: what is queued never started
                 self._retire(worker, busy, idle, queue, requests, done, None)
                 return
@@ -437,26 +456,32 @@ class Sandbox:
 
     def _restart(self, worker: Worker) -> None:
         worker.kill()
-        if self._closing:  # never start a worker on a closed pool
-            raise RuntimeError("this Sandbox is closed")
         self.restarts += 1
         for attempt in range(3):
+            # never start a worker on a closed pool: close() may come at any moment of this,
+            # from another thread, and then ends whatever spawn() has started (Worker.end)
+            if self._closing:
+                raise RuntimeError("this Sandbox is closed")
             try:
                 worker.spawn()
                 worker.wait_ready(self.start_timeout_s)
                 return
+            except WorkerEnded:
+                raise RuntimeError("this Sandbox is closed") from None
             except WorkerError:
+                if self._closing:
+                    raise RuntimeError("this Sandbox is closed") from None
                 if attempt == 2:
                     raise
 
-    def _result(self, reply, start: float) -> RunResult:
+    def _result(self, reply, start: float, kind_name: str) -> RunResult:
         kind, code, _wall_us, cpu_us, payload = reply
         wall_ms = (time.monotonic() - start) * 1000
         if kind == _wire.OK:  # each output on its own: nothing else in the batch counts
-            table, why = decode_output(payload, self.limits)
+            value, why = decode_output(payload, self.limits, kind_name)
             del payload
-            if table is not None:
-                return RunResult(True, table, None, "", wall_ms, cpu_us / 1000)
+            if value is not None or not why:
+                return RunResult(True, value, None, "", wall_ms, cpu_us / 1000)
             return RunResult(False, None, "bad_output", clean_message(why), wall_ms,
                              cpu_us / 1000)
         error = _wire.ERRORS[code] if code < len(_wire.ERRORS) else "crash"
@@ -474,7 +499,20 @@ def _failure(error: str, message: str, start: float | None = None) -> RunResult:
     return RunResult(False, None, error, message, wall_ms)
 
 
-def _encode(code, table, timeout_s, memory_mb, tables: dict):
+def _unpack(item) -> tuple:
+    """``(code, x, kind, entry)`` of a run_many item (2, 3 or 4 long)."""
+    if not isinstance(item, (tuple, list)) or not 2 <= len(item) <= 4:
+        raise TypeError("an item is (code, x), (code, x, kind) or (code, x, kind, entry)")
+    code, x, kind, entry = (*item, *(_wire.KINDS[0], _wire.ENTRY)[len(item) - 2:])
+    if kind not in _wire.KINDS:
+        raise ValueError(f"kind must be one of {', '.join(_wire.KINDS)}, not {kind!r}")
+    if not isinstance(entry, str) or not (entry.isascii() and entry.isidentifier()) \
+            or keyword.iskeyword(entry) or entry.startswith("__") or len(entry) > 100:
+        raise ValueError(f"entry must be a plain function name, not {entry!r}")
+    return code, x, kind, entry
+
+
+def _encode(code, x, kind, entry, timeout_s, memory_mb, inputs: dict):
     """One request frame, or ``(None, RunResult)`` for a program refused before it runs."""
     if not isinstance(code, str):
         raise TypeError(f"code must be str, not {type(code).__name__}")
@@ -485,17 +523,27 @@ def _encode(code, table, timeout_s, memory_mb, tables: dict):
         code_bytes = code.encode("utf-8")
     except UnicodeEncodeError:
         return None, _failure("syntax", "the program contains a lone surrogate character")
-    table_bytes = tables.get(id(table))
-    if table_bytes is None:
-        _check_table(table)
-        try:
-            table_bytes = json.dumps(table, ensure_ascii=False, separators=(",", ":")).encode()
-        except UnicodeEncodeError:
-            table_bytes = json.dumps(table, separators=(",", ":")).encode()
-        tables[id(table)] = table_bytes
-    header = _wire.REQUEST.pack(max(1, round(timeout_s * 1000)), memory_mb,
-                                len(code_bytes), len(table_bytes))
-    return header + code_bytes + table_bytes, None
+    key = (id(x), kind == "table")  # a table input is checked as one; other inputs only encoded
+    x_bytes = inputs.get(key)
+    if x_bytes is None:
+        if kind == "table":
+            _check_table(x)
+        x_bytes = inputs[key] = _input_json(x)
+    entry_bytes = b"" if entry == _wire.ENTRY else entry.encode("ascii")
+    header = _wire.REQUEST.pack(max(1, round(timeout_s * 1000)), memory_mb, len(code_bytes),
+                                len(x_bytes), _wire.KINDS.index(kind), len(entry_bytes))
+    return header + entry_bytes + code_bytes + x_bytes, None
+
+
+def _input_json(x) -> bytes:
+    try:
+        text = json.dumps(x, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise TypeError(f"x must be a JSON value (no NaN or infinity): {exc}") from None
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: written as an escape, decoded as one
+        return json.dumps(x, separators=(",", ":")).encode()
 
 
 def _check_table(table) -> None:
@@ -525,10 +573,10 @@ def _close_default() -> None:
         _DEFAULT.close()
 
 
-def run_transform(code: str, table: list[list[str]], timeout_s: float = 1.5,
-                  memory_mb: int = 256) -> RunResult:
-    """Run one program on one table in the process-wide default ``Sandbox``."""
-    return default_sandbox().run(code, table, timeout_s, memory_mb)
+def run_transform(code: str, x, timeout_s: float = 1.5, memory_mb: int = 256, *,
+                  kind: str = "table", entry: str = _wire.ENTRY) -> RunResult:
+    """Run one program on one input in the process-wide default ``Sandbox`` (see ``run_many``)."""
+    return default_sandbox().run(code, x, timeout_s, memory_mb, kind=kind, entry=entry)
 
 
 def protections() -> dict[str, bool | str]:

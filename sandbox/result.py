@@ -15,6 +15,7 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 try:
     from ._wire import ERRORS
@@ -36,8 +37,10 @@ class OutputLimits:
     # What an output costs the parent once decoded is about 70 bytes a cell (a ``str`` each):
     # 838k two-character cells fit in ``max_bytes`` and decode to ~59 MB. 100,000 cells (~7 MB)
     # is far above any real table task (the largest shipped input has a few tens of thousands).
-    # Checked by the child and again by the parent before decoding.
+    # Checked by the child and again by the parent before decoding. For kind "json" it caps the
+    # values (every container, scalar and dict key), and ``max_depth`` their nesting.
     max_cells: int = 100_000
+    max_depth: int = 100
     # No longer used (issue 27): a per-call budget made one run's result depend on its
     # neighbours' outputs. Kept so that code constructing ``OutputLimits(max_batch_bytes=...)``
     # still works; every output is now judged on its own, within the per-run limits above.
@@ -47,7 +50,7 @@ class OutputLimits:
     def as_dict(self) -> dict:
         return {"max_rows": self.max_rows, "max_cols": self.max_cols,
                 "max_cell_chars": self.max_cell_chars, "max_bytes": self.max_bytes,
-                "max_cells": self.max_cells}
+                "max_cells": self.max_cells, "max_depth": self.max_depth}
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class RunResult:
     """
 
     ok: bool
-    output: list[list[str]] | None
+    output: Any  # a list of lists of str for kind "table"; None unless ok
     error: str | None
     message: str
     wall_ms: float
@@ -114,71 +117,90 @@ def clean_message(text: str) -> str:
     return text
 
 
-def _structure(limits: "OutputLimits"):
-    """A regular expression that matches exactly the compact JSON texts of at most
-    ``max_rows`` lists of at most ``max_cols`` strings; possessive, so it never backtracks and
-    needs constant memory, and it builds no object. Only used when the cheap count cannot
-    bound the number of lists."""
-    cell = rb'"(?:[^"\\]++|\\.)*+"'
-    row = rb"\[(?:" + cell + rb"(?:," + cell + rb"){0,%d}+)?+\]" % (limits.max_cols - 1)
-    return re.compile(rb"\[(?:" + row + rb"(?:," + row + rb"){0,%d}+)?+\]"
-                      % (limits.max_rows - 1))
+def _no_json_constants(name: str):
+    raise ValueError(f"{name} is not allowed in JSON")
 
 
-_STRUCTURES: dict = {}
+def _bare(payload: bytes) -> bytes:
+    """``payload`` without its escaped backslashes and escaped quotes (C-speed replaces; in
+    valid JSON a backslash only ever starts an escape, so what is left has a ``"`` exactly
+    where a string starts or ends)."""
+    if b"\\" not in payload:
+        return payload
+    return payload.replace(b"\\\\", b"").replace(b'\\"', b"")
 
 
-_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+def _structure(bare: bytes) -> tuple[int, int, int, int]:
+    """The number of ``,``, ``:``, ``[`` and ``{`` in ``bare`` (overcounts what sits in strings)."""
+    return bare.count(b","), bare.count(b":"), bare.count(b"["), bare.count(b"{")
 
 
-def precheck(payload: bytes, limits: OutputLimits) -> str:
+def _outside_strings(bare: bytes) -> bytes:
+    """What is left of ``bare`` once every string is cut out (its quotes too)."""
+    return b"".join(bare.split(b'"')[0::2])
+
+
+def precheck(payload: bytes, limits: OutputLimits, kind: str = "table") -> str:
     """Cheap structural check before any decoding: ``""`` or why the payload cannot be a valid
-    output. Size, first and last byte, then the number of ``[`` (a memchr-speed count): a
-    valid output has at most ``max_rows + 1`` lists, so ``json.loads`` then builds at most that
-    many containers (a forged ``[[],[],...]`` frame would build 1.4 million). A payload with
-    more ``[`` (they may sit inside strings) is matched against ``_structure`` instead."""
+    output of ``kind``. It bounds what ``json.loads`` would build, for any bytes a program can
+    write: size; strings (unescaped quotes, counted after the escapes are taken out); then the
+    values outside strings (one per ``,``, ``:`` and opening bracket, plus one), counted on the
+    whole payload and, only when that is over the limit, again without the strings (split at
+    the quotes, at most ``2 * max_cells`` of them by then). Every step is a C-level pass over at
+    most ``max_bytes``; for a payload that is not JSON the counts hold up to its first error,
+    where ``json.loads`` stops."""
     if len(payload) > limits.max_bytes:
         return f"output is more than {limits.max_bytes} bytes of JSON"
-    if payload[:1] != b"[" or payload[-1:] != b"]":
+    if kind != "json" and (payload[:1] != b"[" or payload[-1:] != b"]"):
         return "output is not a JSON list of rows"
-    # every cell is a string: two unescaped quotes (escapes are a backslash and one character)
-    quotes = payload.count(b'"')
-    if quotes > 2 * limits.max_cells and b"\\" in payload:
-        quotes = _ESCAPE.sub(b"", payload).count(b'"')
-    if quotes > 2 * limits.max_cells:
+    bare = _bare(payload)
+    strings = bare.count(b'"') // 2
+    if kind == "grid" and strings:
+        return "output holds strings, expected a grid (a list of rows of int)"
+    if strings > limits.max_cells:
+        what = "cells" if kind == "table" else "values"
+        return f"output has more than {limits.max_cells} {what}, more than the limit"
+    if kind == "json":  # each empty container counts one more: at most twice the values
+        if sum(_structure(bare)) >= 2 * limits.max_cells and \
+                sum(_structure(_outside_strings(bare))) >= 2 * limits.max_cells:
+            return f"output has more than {limits.max_cells} values, more than the limit"
+        return ""
+    commas, colons, lists, objects = _structure(bare)
+    if colons or objects or lists > limits.max_rows + 1 or commas > limits.max_cells + limits.max_rows:
+        commas, colons, lists, objects = _structure(_outside_strings(bare))
+    if colons or objects or lists > limits.max_rows + 1:
+        what = "strings" if kind == "table" else "int"
+        return (f"output is not a list of at most {limits.max_rows} rows of at most "
+                f"{limits.max_cols} {what}")
+    if commas > limits.max_cells + limits.max_rows:
         return f"output has more than {limits.max_cells} cells, more than the limit"
-    if payload.count(b"[") > limits.max_rows + 1:
-        pattern = _STRUCTURES.get(limits)
-        if pattern is None:
-            pattern = _STRUCTURES[limits] = _structure(limits)
-        if pattern.fullmatch(payload) is None:
-            return (f"output is not a list of at most {limits.max_rows} rows of at most "
-                    f"{limits.max_cols} strings")
     return ""
 
 
-def decode_output(payload: bytes, limits: OutputLimits) -> tuple[list[list[str]] | None, str]:
-    """Decode and check the child's JSON; returns ``(table, "")`` or ``(None, why)``.
+def decode_output(payload: bytes, limits: OutputLimits, kind: str = "table") -> tuple[Any, str]:
+    """Decode and check the child's JSON against ``kind``; returns ``(value, "")`` or
+    ``(None, why)``.
 
     ``precheck`` runs first (before a byte is decoded, the cost stays bounded), and the
-    garbage collector is paused while the lists are built: decoding allocates up to a million
-    objects, and every collection it would trigger walks whatever the caller holds."""
-    why = precheck(payload, limits)
+    garbage collector is paused while the values are built: every collection a big decode
+    would trigger walks whatever the caller holds."""
+    why = precheck(payload, limits, kind)
     if why and len(payload) > 1 << 16:
         return None, why  # (a small payload is decoded anyway, for a precise message)
     enabled = gc.isenabled()
     gc.disable()
     try:
-        table = json.loads(payload.decode("utf-8"), parse_constant=_no_constants)
+        value = json.loads(payload.decode("utf-8"), parse_constant=_no_constants
+                           if kind == "table" else _no_json_constants)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return None, f"output is not valid JSON: {str(exc)[:120]}"
     finally:
         if enabled:
             gc.enable()
-    if b"\\u" in payload and not _encodable(table):  # "\udc80" escapes decode to lone surrogates
+    if b"\\u" in payload and not _encodable(value):  # "\udc80" escapes decode to lone surrogates
         return None, "output contains a lone surrogate (not valid UTF-8)"
-    shape = _shape(table, limits)
-    return (table, "") if not (shape or why) else (None, shape or why)
+    shape = _SHAPES[kind](value, limits)
+    return (value, "") if not (shape or why) else (None, shape or why)
 
 
 _STR_ONLY = {str}
@@ -206,3 +228,53 @@ def _shape(table, limits: OutputLimits) -> str:
             if len(cell) > limits.max_cell_chars:
                 return f"row {i}, cell {j} is longer than {limits.max_cell_chars} chars"
     return ""
+
+
+_INT_ONLY = {int}
+
+
+def _grid_shape(grid, limits: OutputLimits) -> str:
+    """``""`` when ``grid`` is a list of at most ``max_rows`` lists of ``int`` (not ``bool``;
+    rows of any length up to ``max_cols``), at most ``max_cells`` in all, else why not."""
+    if type(grid) is not list:
+        return f"output is {_JSON_NAMES[type(grid)]}, expected a grid (a list of rows of int)"
+    if len(grid) > limits.max_rows:
+        return f"output has {len(grid)} rows, more than the limit {limits.max_rows}"
+    cells = 0
+    for i, row in enumerate(grid):
+        if type(row) is not list:
+            return f"row {i} is {_JSON_NAMES[type(row)]}, expected a list of int"
+        if len(row) > limits.max_cols:
+            return f"row {i} has {len(row)} cells, more than the limit {limits.max_cols}"
+        cells += len(row)
+        if not row or set(map(type, row)) <= _INT_ONLY:
+            continue
+        for j, cell in enumerate(row):
+            if type(cell) is not int:
+                return f"row {i}, cell {j} is {_JSON_NAMES[type(cell)]}, expected int"
+    if cells > limits.max_cells:
+        return f"output has more than {limits.max_cells} cells, more than the limit"
+    return ""
+
+
+def _json_shape(value, limits: OutputLimits) -> str:
+    """``""`` when the decoded ``value`` has at most ``max_cells`` values (dict keys count)
+    nested at most ``max_depth`` deep, else why not (``json.loads`` builds only JSON types)."""
+    nodes, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1
+        kind = type(item)
+        if kind is list or kind is dict:
+            if depth >= limits.max_depth:
+                return f"output is nested more than {limits.max_depth} deep"
+            if kind is dict:
+                nodes += len(item)
+                item = item.values()
+            stack.extend((v, depth + 1) for v in item)
+        if nodes > limits.max_cells:
+            return f"output has more than {limits.max_cells} values, more than the limit"
+    return ""
+
+
+_SHAPES = {"table": _shape, "grid": _grid_shape, "json": _json_shape}

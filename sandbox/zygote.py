@@ -22,7 +22,7 @@ of any folder of the parent's. It then:
    host path in its memory (``_scrub.scrub``, which also resets the cached hashes of the strings it
    rewrote); nothing is read from the host's procfs after that but page counts (``statm``);
 4. forks the pristine *template* and becomes the *collector*. For each request the collector
-   reads the 16-byte header (sizes and limits only) and hands it to the template, which lays
+   reads the 20-byte header (sizes, limits, output kind) and hands it to the template, which lays
    out the child's descriptors (a ``/dev/null`` of its own on 0-2, the shared result pipe on 3
    and tag pipe on 4), resets its PID namespace's pid counter (``ns_last_pid``), forks the run's
    child (``_child.main_from_header``, which reads the code and table itself), reaps it and
@@ -421,7 +421,7 @@ def serve(req_fd: int, resp_fd: int, plan: dict, ready: bytes) -> None:
     This process (the *collector*) reads each request header, has the template fork the run's
     child, collects its result, classifies and replies. The template is forked from it here,
     before any request: it never reads a request, an output or a message (it gets only each
-    request's 16-byte header, which it hands to the child it forks), so every run's child is a
+    request's 20-byte header, which it hands to the child it forks), so every run's child is a
     copy of the same state, whatever ran before: no earlier table, output or message in its
     memory, the same heap statistics, the same addresses. With a PID namespace the template
     also resets the namespace's pid counter before each fork (``ns_last_pid``), so every child
@@ -458,10 +458,10 @@ def serve(req_fd: int, resp_fd: int, plan: dict, ready: bytes) -> None:
     if _wire.read_exact(fds["st_r"], WARM_UP_ROUNDS * STATUS_BYTES) is None:
         raise EOFError("the template did not start")
     _wire.write_all(resp_fd, ready)  # only now: the template is there when the parent counts
-    header = bytearray(_wire.REQUEST.size)  # sizes and limits only: the child reads the rest
+    header = bytearray(_wire.REQUEST.size)  # sizes, limits, kind: the child reads the rest
     try:
         while _wire.read_into(req_fd, header):
-            timeout_ms, memory_mb, _, _ = _wire.REQUEST.unpack(header)
+            timeout_ms, memory_mb = _wire.REQUEST.unpack(header)[:2]
             if not run_one(req_fd, bytes(header), timeout_ms / 1000, memory_mb, resp_fd, plan,
                            fds):
                 return
@@ -541,6 +541,7 @@ def main(options: dict) -> None:
     devnull = os.open("/dev/null", os.O_RDWR)  # lands on fd 0, freed just above
     os.dup2(devnull, 1)
     preload()
+    os.times = _child.times  # the times() call tells the host's uptime: seccomp refuses it
     paths = _scrub.needles(_scrub.host_paths())
     _scrub.hide_host_paths()
     report: dict = {"fresh_process_per_run": True, "closed_fds": True,

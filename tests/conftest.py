@@ -12,7 +12,7 @@
 
 This folder is on ``sys.path`` (pytest puts a rootdir conftest's folder there), so the helper
 modules beside this file (``e2e_helpers``, ``tracefactory``, ``scripted``, ``local_http``,
-``openai_stub``, ``browsers``) import by name from every folder below it.
+``openai_stub``, ``browsers``, ``inprocess``) import by name from every folder below it.
 """
 from __future__ import annotations
 

@@ -239,7 +239,8 @@ def prompt_version_note(records, today: str | None = None) -> str | None:
     rebuild prompts from today's templates, which may then not be the prompts the model saw."""
     today = today or prompt_digest()
     current = {today, prompt_digest(values=True)}  # a record of a value task names the value templates' version
-    seen = Counter(r.get("prompts") for r in records)
+    # imported records (``source``) answered prompts made elsewhere: nothing here was rebuilt for them
+    seen = Counter(r.get("prompts") for r in records if "source" not in r)
     if not seen or set(seen) <= current:
         return None
     rebuilt = f"today's prompt templates are {today}: rebuilt prompts may not be the ones the model saw"

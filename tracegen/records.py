@@ -258,3 +258,14 @@ def direct_value(record: dict):
     """The parsed direct answer (None when none was read)."""
     d = record.get("direct") or {}
     return d["value"] if "value" in d else d.get("table")
+
+
+def case_of_record(record: dict):
+    """The case a record was traced from, out of the record alone (its task and ``hidden.answer``):
+    a re-analysis reads no case file. ``meta`` is left empty (nothing analysed reads it)."""
+    from cases import Case, Example
+
+    task = record["task"]
+    return Case(record["case_id"], record["family"], tuple(Example(i, o) for i, o in task_examples(record)),
+                task_test_input(record), record["hidden"]["answer"], value_type=task_value_type(record),
+                entry=task.get("entry", "transform"))

@@ -11,6 +11,13 @@ function); it passes when it reproduces every example (``cases.values_equal``). 
 the repair feedback its prompt showed (``feedback``, schema v4). Records are appended in case order
 once their chunk is done.
 
+Recorded outputs (the ``imported`` backend, docs/import.md) go through the same loop: an answer or
+program the backend gives already parsed (``Completion.given``) is taken as it is; a request it
+holds nothing for (``Completion.absent``) ends that chain without a round (the record's
+``chain_repairs`` then says how far each chain could be repaired; a sample never drawn is no chain
+of the record); its attempts keep their provenance (``model``, ``prompt``) and no ``gen_ms`` when
+none was recorded. Attempts the source made after a chain's first pass are never asked for.
+
 Memory: a program's output may be 4 MiB of JSON (``sandbox.OutputLimits``), which decodes to tens of MB
 of ``str`` objects. Each output is graded as it arrives, then kept only as JSON text in an unnamed
 temporary file (``held_outputs.Outputs``) until its case's record is built and written, so the parent holds the
@@ -51,6 +58,7 @@ from .held_outputs import Outputs as _Outputs, Stored as _Stored, loaded as _loa
 from .parse_values import parse_answer
 from .parsing import Parsed, parse_code
 from .progress import Progress
+from .recorded import provenance_into, recorded_parse, timed
 from .prompts import describe_feedback, direct_messages, write_messages
 from .records import SCHEMA_VERSION, append_record, reorder_records
 
@@ -95,10 +103,15 @@ class _Chain:
 
     sample: int
     rounds: list = field(default_factory=list)
+    ended: bool = False  # the backend holds no further attempt (an imported chain the source stopped)
 
     @property
     def solved_visible(self) -> bool:
         return bool(self.rounds) and self.rounds[-1]["visible_pass"]
+
+    @property
+    def open(self) -> bool:
+        return not (self.solved_visible or self.ended)
 
 
 @dataclass
@@ -117,7 +130,7 @@ class _Attempt:
 
 def _finished(a: _Attempt, cfg: RolloutConfig) -> bool:
     """Is the record of ``a`` complete: its direct answer, and every sample passed or out of repairs?"""
-    return bool(a.direct) and all(ch.solved_visible or len(ch.rounds) > cfg.max_repairs for ch in a.chains)
+    return bool(a.direct) and all(not ch.open or len(ch.rounds) > cfg.max_repairs for ch in a.chains)
 
 
 class _Generations:
@@ -189,7 +202,7 @@ def _direct_wave(backend: Backend, attempts: list[_Attempt], gens: _Generations 
     reqs = [GenerationRequest("direct", direct_messages(a.task), a.task) for a in attempts]
     for i, comp in _answers(backend, reqs, gens):
         a = attempts[i]
-        parsed = _parse_direct(a.task, comp)
+        parsed = _parsed(comp, a.task, "direct")
         a.direct = {
             "raw": comp.text,
             "value": parsed.value if parsed.status != "failed" else None,
@@ -197,11 +210,25 @@ def _direct_wave(backend: Backend, attempts: list[_Attempt], gens: _Generations 
                       **({"wrapper": parsed.wrapper} if parsed.wrapper else {})},
             "prompt_tokens": comp.prompt_tokens,
             "completion_tokens": comp.completion_tokens,
-            "gen_ms": round(comp.latency_ms, 3),
+            **timed(comp),
             "finish_reason": comp.finish_reason,
             "search_nodes": int(getattr(comp, "search_nodes", 0)),
         }
         _logprobs_into(a.direct, comp)
+        provenance_into(a.direct, comp)
+
+
+def _parsed(comp, task: Task, kind: str) -> Parsed:
+    """The answer (``kind`` "direct") or program of a completion: parsed from its text as every
+    model's output is, or as its backend recorded it (``recorded.recorded_parse``)."""
+    recorded = recorded_parse(comp)
+    if recorded is not None:
+        return recorded
+    if kind == "direct":
+        return _parse_direct(task, comp)
+    if comp.finish_reason == DECLINED:
+        return Parsed(None, DECLINED, comp.text or "the backend does not attempt this task")
+    return parse_code(comp.text, task.entry)
 
 
 DECLINED = "declined"  # a backend's finish_reason (and then the parse status) for a task it does not attempt
@@ -237,8 +264,7 @@ def _check_programs(sandbox, attempts: list[_Attempt], reqs: list[GenerationRequ
 
     Results are streamed: a program's round is built as soon as all its runs are in, then its
     outputs go to the chunk's ``_Outputs`` and only the handles stay."""
-    parsed = [Parsed(None, DECLINED, c.text or "the backend does not attempt this task")
-              if c.finish_reason == DECLINED else parse_code(c.text, a.task.entry) for a, c in zip(attempts, comps)]
+    parsed = [_parsed(c, a.task, "program") for a, c in zip(attempts, comps)]
     jobs, owners = [], []  # owners[j]: (request index, run slot); the new input's run is the last slot
     for i, (a, p) in enumerate(zip(attempts, parsed)):
         if p.value is not None:  # "failed" and "truncated_thinking" hold no program
@@ -310,12 +336,13 @@ def _round(a: _Attempt, req: GenerationRequest, comp, p, vis_results, test_res) 
         "parse": {"status": p.status, "detail": p.detail},
         "visible": visible, "visible_pass": passed, "test": test, "test_output": test_output,
         "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
-        "gen_ms": round(comp.latency_ms, 3), "finish_reason": comp.finish_reason,
+        **timed(comp), "finish_reason": comp.finish_reason,
         "search_nodes": int(comp.search_nodes),
     }
     if runs is not None:
         rnd["visible_runs"] = runs
     _logprobs_into(rnd, comp)
+    provenance_into(rnd, comp)
     return rnd
 
 
@@ -349,10 +376,13 @@ def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]
         if len(batch) < size and k + 1 < len(reqs):
             continue
         got = [items[i] for i, _ in batch]
-        results = _check_programs(sandbox, [a for a, _ in got], [reqs[i] for i, _ in batch],
-                                  [c for _, c in batch], cfg)
-        for (_, ch), rnd_dict in zip(got, results):
-            ch.rounds.append(rnd_dict)
+        for (_, ch), (_, comp) in zip(got, batch):  # no output recorded: the chain ends here
+            ch.ended = ch.ended or bool(getattr(comp, "absent", False))
+        kept = [(i, c) for (i, c), (_, ch) in zip(batch, got) if not ch.ended]
+        results = _check_programs(sandbox, [items[i][0] for i, _ in kept], [reqs[i] for i, _ in kept],
+                                  [c for _, c in kept], cfg)
+        for (i, _), rnd_dict in zip(kept, results):
+            items[i][1].rounds.append(rnd_dict)
         batch = []
         yield got
 
@@ -360,21 +390,26 @@ def _program_wave(backend: Backend, sandbox, items: list[tuple[_Attempt, _Chain]
 def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig, prompts: str) -> dict:
     """The trace record of ``a``, with its outputs decoded from the chunk's ``_Outputs``;
     ``prompts``: the prompt templates' version (``conversations.prompt_digest``)."""
-    chains = [[_loaded(r) for r in ch.rounds] for ch in a.chains]
+    # a sample the backend recorded nothing for is no chain of the record (an imported case's
+    # samples are dense: samples 0..n-1, so only trailing ones are empty)
+    drawn = [ch for ch in a.chains if ch.rounds]
+    chains = [[_loaded(r) for r in ch.rounds] for ch in drawn] or [[]]
     programs = [r for ch in chains for r in ch]
     parts = [a.direct] + programs
     record = {
         "schema_version": SCHEMA_VERSION,
         "case_id": a.case.case_id, "family": a.case.family, "split": a.split,
         "backend": backend.name, "model": backend.model_name, "max_repairs": cfg.max_repairs,
-        "prompts": prompts,
+        # the templates that built its prompts; none for outputs answered to prompts made elsewhere
+        **({"prompts": prompts} if getattr(backend, "writes_prompts", True) else {}),
         "task": {"examples": [{"input": e.input, "output": e.output} for e in a.case.examples],
                  "test_input": a.case.test_input, "value_type": a.case.value_type, "entry": a.case.entry},
         "direct": a.direct, "rounds": chains[0],
         "totals": {
             "prompt_tokens": sum(p["prompt_tokens"] for p in parts),
             "completion_tokens": sum(p["completion_tokens"] for p in parts),
-            "gen_ms": round(sum(p["gen_ms"] for p in parts), 3),
+            **({"gen_ms": round(sum(p.get("gen_ms", 0.0) for p in parts), 3)} if any("gen_ms" in p for p in parts)
+               else {}),
             "sandbox_ms": round(sum(r["visible"]["wall_ms"] + r["test"]["wall_ms"] for r in programs), 3),
         },
         "hidden": hidden_block(a.case, a.direct["value"], [r["test_output"] for r in chains[0]]),
@@ -383,6 +418,13 @@ def _record(a: _Attempt, backend: Backend, cfg: RolloutConfig, prompts: str) -> 
         record["samples"] = chains[1:]
         record["hidden"]["samples"] = [hidden_block(a.case, None, [r["test_output"] for r in ch])["rounds"]
                                        for ch in chains[1:]]
+    # the repairs each chain was allowed, where the backend ended one before ``max_repairs``
+    # (a failing imported chain the source stopped repairing): FIX is not offered past its end
+    allowed = [len(ch.rounds) - 1 if ch.ended and not ch.solved_visible else cfg.max_repairs for ch in drawn]
+    if any(n != cfg.max_repairs for n in allowed) or not drawn:
+        record["chain_repairs"] = allowed
+    if isinstance(backend, Backend):
+        record.update(backend.record_extras(a.case.case_id))
     return record
 
 
@@ -452,12 +494,12 @@ def _waves(chunk: list[_Attempt], backend: Backend, sandbox, cfg: RolloutConfig,
         for part in _slices(active, calls):
             for got in _program_wave(backend, sandbox, part, rnd, cfg, group=cfg.request_slice, gens=gens):
                 finished = 0
-                for a, ch in got:  # a chain ends when it passes or has used its last repair
-                    if ch.solved_visible or rnd == cfg.max_repairs:
+                for a, ch in got:  # a chain ends when it passes, has used its last repair or has no more
+                    if not ch.open or rnd == cfg.max_repairs:
                         open_chains[id(a)] -= 1
                         finished += open_chains[id(a)] == 0
                 report(finished, stage)
-        active = [(a, ch) for a, ch in active if not ch.solved_visible]
+        active = [(a, ch) for a, ch in active if ch.open]
 
 
 @contextmanager

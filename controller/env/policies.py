@@ -66,7 +66,7 @@ class WriteOnce(_PerState):
     name = "write_once"
 
     def choose(self, s: State) -> str:
-        if s.revealed == 0:
+        if s.revealed == 0 and "WRITE" in s.valid_actions:  # a case with no program recorded: DIRECT
             return "WRITE"
         return "PROGRAM" if "PROGRAM" in s.valid_actions else "DIRECT"
 

@@ -86,7 +86,10 @@ def chains(record: dict) -> list[tuple[list, list]]:
 
 
 def sample_repairs(record: dict, j: int) -> int:
-    """Repair rounds allowed on sample j (version-1 extra samples were never repaired)."""
+    """Repair rounds allowed on sample j (version-1 extra samples were never repaired; an imported
+    chain the source stopped repairing before ``max_repairs`` has its own, ``chain_repairs``)."""
+    if "chain_repairs" in record:
+        return record["chain_repairs"][j]
     return record["max_repairs"] if j == 0 else record.get("sample_repairs", record["max_repairs"])
 
 
@@ -143,8 +146,9 @@ def shared_view(record: dict, revealed) -> dict:
     pos = as_pos(revealed)
     view = {k: record[k] for k in VISIBLE_KEYS}
     chs = chains(record)
-    view["program_samples"] = len(chs)
-    view["repairs"] = [sample_repairs(record, j) for j in range(len(chs))]
+    # an imported case with no program recorded has one empty chain: no sample can be drawn
+    view["program_samples"] = len(chs) if record["rounds"] else 0
+    view["repairs"] = [sample_repairs(record, j) for j in range(view["program_samples"])]
     view["chains"] = [chs[j][0][:n] for j, n in enumerate(pos)]
     view["rounds"] = view["chains"][-1] if pos else []
     return view
@@ -193,7 +197,7 @@ def valid_actions(view: dict) -> tuple[str, ...]:
     """Valid actions from the action table in DESIGN.md, read off a visible view."""
     chs = view["chains"]
     if not chs:
-        return ("DIRECT", "WRITE")
+        return ("DIRECT", "WRITE") if view["program_samples"] else ("DIRECT",)  # 0: no program was recorded
     out = ["DIRECT"]
     if passing(view):
         out.append("PROGRAM")
@@ -310,7 +314,7 @@ def _features(view: dict) -> dict[str, float]:
         "test_rows_vs_example": tir * n / eir if eir else 0.0,  # over the examples' mean input rows
         "revealed": float(len(view["rounds"])),
         "repairs_left": float(view["repairs"][len(view["chains"]) - 1 if view["chains"] else 0]
-                              - max(len(view["rounds"]) - 1, 0)),
+                              - max(len(view["rounds"]) - 1, 0)) if view["repairs"] else 0.0,  # []: no program
     }
     rounds = view["rounds"]
     if rounds:

@@ -42,8 +42,9 @@ def run_info(summary: Mapping) -> dict:
     backend = cfg.get("backend")
     bdict = backend if isinstance(backend, Mapping) else {}
     exp = cfg.get("experiment") if isinstance(cfg.get("experiment"), Mapping) else {}
-    return {"backend": bdict.get("name") if bdict else backend,
-            "model": cfg.get("model") or bdict.get("model"),
+    traces = summary.get("traces") if isinstance(summary.get("traces"), Mapping) else {}  # what made the records
+    return {"backend": traces.get("backend") or (bdict.get("name") if bdict else backend),
+            "model": traces.get("model") or cfg.get("model") or bdict.get("model"),
             "seed": cfg.get("seed", exp.get("seed")),
             "split_seed": cfg.get("split_seed"),
             "cases": cfg.get("cases")}
@@ -52,8 +53,10 @@ def run_info(summary: Mapping) -> dict:
 def _summary(s: Mapping) -> list[str]:
     info = run_info(s)
     na = "n/a"
+    made = ("Model outputs recorded elsewhere were imported (`live-tool-dagger import`: each run again in the "
+            "sandbox and graded)" if info["backend"] == "imported" else "Fresh tool-environment traces were generated")
     out = ["## Summary", "",
-           "Fresh tool-environment traces were generated and a controller that sees only "
+           f"{made} and a controller that sees only "
            "visible tool state chooses among DIRECT, WRITE, FIX and PROGRAM; every policy is "
            "evaluated by simulating its actions on the same traces.", "",
            f"- backend: `{info['backend'] or na}`, model: `{info['model'] or na}`",

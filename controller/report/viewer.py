@@ -72,14 +72,27 @@ def _cut_code(text: str, chain: list[dict], upto: int) -> tuple[str, list[int]] 
     return None
 
 
-def _round_view(task, chain: list[dict], i: int, hidden_exact, repair_history: bool) -> dict:
+def _as_messages(prompt) -> list[dict] | None:
+    """A recorded prompt (an imported attempt's: a string or chat messages) as messages; None: none."""
+    if prompt is None:
+        return None
+    return [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+
+
+def _round_view(task, chain: list[dict], i: int, hidden_exact, repair_history: bool, recorded: bool = False) -> dict:
+    """One round of a chain for the page. ``recorded``: an imported record's, whose prompts are the
+    ones its file recorded (``prompt``, if any), never rebuilt from this toolkit's templates."""
     rnd = chain[i]
     keep = ("round", "kind", "feedback", "raw", "code", "parse", "visible", "visible_runs", "visible_pass", "test",
-            "test_output", "finish_reason", "search_nodes", *COST_KEYS)
+            "test_output", "finish_reason", "search_nodes", "model", *COST_KEYS)
     out = {k: rnd.get(k) for k in keep if k in rnd}
     cut = _cut_code(out.get("raw") or "", chain, i)
     if cut:
         out["raw"], out["raw_ref"] = cut
+    if recorded:
+        out["prompt"] = _as_messages(rnd.get("prompt"))
+        out["hidden_exact"] = hidden_exact
+        return out
     # a FIX prompt is the WRITE prompt followed by these turns: the previous code as the model's
     # turn and the feedback on it (with --repair-history, every earlier attempt first)
     # (the feedback each round recorded, schema v4; rebuilt from today's templates for older records)
@@ -135,12 +148,16 @@ def case_view(record: dict, policies: list[str], by_policy: dict[str, dict], rep
         pol.append(None if o is None else [list(o.get("actions") or []), o.get("source"), o.get("correct")])
     graded = {x[2] for x in pol if x is not None}
     direct = record.get("direct") or {}
+    recorded = "source" in record  # imported: outputs made elsewhere, shown the prompts their file recorded
+    prompts = ({"recorded": True, "direct": _as_messages(direct.get("prompt"))} if recorded
+               else {"direct": direct_messages(task), "write": write_messages(task)})  # as the rollout builds them
     return {
         "id": record["case_id"], "family": record["family"], "split": record.get("split", "unassigned"),
         "task": record.get("task") or {},
-        "direct": {k: direct.get(k) for k in ("raw", "value", "parse", "finish_reason", "search_nodes", *COST_KEYS)},
-        "prompts": {"direct": direct_messages(task), "write": write_messages(task)},  # as the rollout builds them
-        "chains": [[_round_view(task, chain, i, exact[i], repair_history) for i in range(len(chain))]
+        "direct": {k: direct.get(k) for k in ("raw", "value", "parse", "finish_reason", "search_nodes", "model",
+                                              *COST_KEYS)},
+        "prompts": prompts,
+        "chains": [[_round_view(task, chain, i, exact[i], repair_history, recorded) for i in range(len(chain))]
                    for chain, exact in chains],
         "totals": record.get("totals") or {},
         "hidden": {"answer": hidden.get("answer"), "direct_exact": hidden.get("direct_exact"),

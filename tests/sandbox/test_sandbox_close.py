@@ -62,3 +62,78 @@ def test_close_from_another_thread_inside_iter_many(rep):
     with pytest.raises(RuntimeError, match="this Sandbox is closed"):
         box.run(SPIN, [["x"]])
     assert all(w.proc is None for w in box._workers)  # no restart on a closed pool
+
+
+def _live_workers() -> list[int]:
+    """Worker processes of this process still alive (a zombie is not), found by their marker."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if b"# sandbox worker" not in f.read():
+                    continue
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("offset_ms", [0, 1, 2, 3, 4, 6, 8])
+def test_close_ends_a_worker_being_restarted(offset_ms):
+    """A worker dies (OOM killer, an operator) while a consumer is inside ``iter_many``, and
+    ``close()`` comes while the pool is starting its replacement: the new worker must end too
+    (``_restart`` checked ``_closing`` only before ``spawn()``, and ``close()`` killed only
+    ``worker.proc``, which is ``None`` until ``Popen`` returns)."""
+    assert not _live_workers()
+    box = Sandbox(workers=2)
+    started = threading.Event()
+
+    def consume():
+        try:
+            for _ in box.iter_many([(SPIN, [["x"]])] * 40, timeout_s=1.5):
+                started.set()
+        except RuntimeError:
+            pass
+
+    t = threading.Thread(target=consume)
+    t.start()
+    assert started.wait(30)
+    os.killpg(box.worker_pids()[0], 9)
+    time.sleep(offset_ms / 1000)
+    box.close()
+    t.join(30)
+    assert not t.is_alive()
+    deadline = time.monotonic() + 5
+    while _live_workers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _live_workers(), "a worker outlived close()"
+
+
+def test_close_while_popen_starts_the_replacement_ends_it(monkeypatch):
+    """The same race made certain: ``close()`` runs (from another thread) exactly while
+    ``Popen`` starts the replacement of a dead worker, before ``spawn`` has the new process."""
+    from sandbox import _worker
+
+    box = Sandbox(workers=1)
+    real = _worker.subprocess.Popen
+
+    def popen(*args, **kwargs):
+        proc = real(*args, **kwargs)
+        closer = threading.Thread(target=box.close)
+        closer.start()
+        closer.join(30)
+        return proc
+
+    os.killpg(box.worker_pids()[0], 9)
+    monkeypatch.setattr(_worker.subprocess, "Popen", popen)
+    with pytest.raises(RuntimeError, match="this Sandbox is closed"):
+        box.run(SPIN, [["x"]])
+    deadline = time.monotonic() + 5
+    while _live_workers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _live_workers(), "a worker outlived close()"

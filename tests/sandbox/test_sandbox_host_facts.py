@@ -77,3 +77,30 @@ def transform(t):
     assert 1.0 <= boot <= age + 2 and 1.0 <= mono <= age + 2, (boot, mono, age)
     assert sb.protections()["time_namespace"] is True
     assert time.clock_gettime(time.CLOCK_BOOTTIME) > boot  # the host's own clock is not moved
+
+
+def test_os_times_does_not_show_the_host_uptime(sb):
+    """``os.times().elapsed`` was the host's uptime (the ``times`` call counts clock ticks since
+    boot; no time namespace offsets it): now seccomp refuses the call and ``os.times`` answers
+    from the run's own clocks; every clock a run can name is offset too."""
+    if not os.path.exists("/proc/self/ns/time"):
+        pytest.skip("this kernel has no time namespaces")
+    r = sb.run(PRELUDE + """
+import sys
+def transform(t):
+    try:
+        raw = repr(sys.modules["posix"].times().elapsed)
+    except OSError as exc:
+        raw = type(exc).__name__
+    clocks = [time.clock_gettime(c) for c in (1, 4, 6, 7)]  # MONOTONIC, _RAW, _COARSE, BOOTTIME
+    return [[repr(os.times().elapsed), raw, repr(max(clocks))], [repr(v) for v in os.times()]]
+""", [["a"]], timeout_s=5)
+    assert r.ok, r
+    elapsed, raw, clocks = r.output[0]
+    age = time.monotonic() - sb.started
+    host_uptime = time.clock_gettime(time.CLOCK_BOOTTIME)
+    # the raw call is refused (glibc then answers 0 rather than raise)
+    assert raw == "PermissionError" or float(raw) == 0.0, raw
+    assert float(elapsed) <= age + 2 < host_uptime, (elapsed, age, host_uptime)
+    assert float(clocks) <= age + 2, (clocks, age)
+    assert all(float(v) >= 0 for v in r.output[1])

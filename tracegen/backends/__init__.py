@@ -15,6 +15,7 @@ _REGISTRY: dict[str, str] = {
     "vllm": "tracegen.backends.vllm_backend:VLLMBackend",
     "openai": "tracegen.backends.openai_backend:OpenAIBackend",
     "replay": "tracegen.backends.replay:ReplayBackend",
+    "imported": "tracegen.backends.imported:ImportedBackend",
 }
 
 

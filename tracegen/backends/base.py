@@ -97,6 +97,13 @@ class Completion:
     search_nodes: int = 0  # synth only: search nodes spent on this completion (model backends: 0)
     # token log-probability statistics of the answer (``backends/logprobs.py``); None: not recorded
     logprobs: dict | None = None
+    # recorded outputs (the imported backend): ``given`` = (value,) is an answer or program taken as
+    # already parsed (``text`` is then ""); ``absent``: no output was recorded for this request (a
+    # chain the source ended, a sample it never drew): the rollout ends that chain without a round;
+    # ``provenance``: what the record keeps of where the output came from (``model``, ``prompt``)
+    given: tuple | None = None
+    absent: bool = False
+    provenance: dict | None = None
 
 
 def _backend_names() -> list[str]:
@@ -168,6 +175,9 @@ class BackendConfig:
     replay_path: str | None = _f(None, "replay: the trace file whose raw outputs are re-parsed and re-run "
                                        "(default: none; replay needs one)",
                                  flag="--replay")
+    import_path: str | None = _f(None, "imported: the import file whose recorded outputs answer each request "
+                                       "(docs/import.md; the `import` subcommand sets it; default: none)",
+                                 flag="--import-file", readers=("imported",))
     cache_dir: str | None = _f(None, "generation cache directory (default for model backends: "
                                      "ROOT/reports/cache/generations; 'none' disables)")
     # synth only: search budgets count nodes (deterministic); a wall-clock cap per search is off
@@ -255,6 +265,9 @@ class Backend(ABC):
     # the headroom probe's own kind (it traces with the synthesizer): the run's backend then
     # answers the probe, so the probe's direct answers and first programs are made once
     shares_probe: bool = False
+    # its outputs answer the prompts this toolkit writes (False: the imported backend's were made
+    # elsewhere, so its records name no prompt template version)
+    writes_prompts: bool = True
 
     @classmethod
     def check_config(cls, config: BackendConfig) -> None:
@@ -324,6 +337,11 @@ class Backend(ABC):
     def identity(self) -> dict:
         """What pins the model beyond its name (a config hash, a served model's id and root);
         part of the generation cache key so two different models under one name never share hits."""
+        return {}
+
+    def record_extras(self, case_id: str) -> dict:
+        """Top-level keys this backend adds to a case's record (the imported backend: ``source``,
+        the file and line the case came from); none by default."""
         return {}
 
     def stats(self) -> dict:

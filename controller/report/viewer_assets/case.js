@@ -50,7 +50,11 @@ function attempt(c, j, rnd) {
     " " + finishBadge(rnd.finish_reason) + (rnd.search_nodes != null ? " search nodes " + badge(num(rnd.search_nodes)) : "") +
     " public example " + badge(rnd.visible_pass ? "pass" : "fail" + (v.error ? ": " + v.error : ""), rnd.visible_pass ? "pass" : "fail") +
     "</div>" + costLine(rnd, true));
-  if (rnd.round === 0)
+  if (c.prompts.recorded)  // imported: the prompt the source recorded for this attempt, never one rebuilt here
+    h.push(rnd.prompt ? '<details class="prompt recorded-prompt"><summary>prompt as recorded with the output' +
+      (rnd.model ? " (" + esc(rnd.model) + ")" : "") + "</summary>" + messages(rnd.prompt) + "</details>" :
+      '<p class="muted recorded-prompt">(no prompt recorded with this output)</p>');
+  else if (rnd.round === 0)
     h.push('<details class="prompt write-prompt"><summary>WRITE prompt the model was sent</summary>' + messages(c.prompts.write) + "</details>");
   if (rnd.fix_turns)
     h.push('<details class="prompt fix-prompt" open><summary>FIX prompt the model was sent: the WRITE prompt, then these turns' +
@@ -103,7 +107,9 @@ function casePage(id) {
   const d = c.direct;
   h.push('<div class="panel" id="direct"><h3>Direct answer</h3><div class="badges">' + parseBadge(d.parse) + " " + finishBadge(d.finish_reason) +
     "</div>" + costLine(d, false) + grid(d.value) +
-    '<details class="prompt direct-prompt"><summary>direct prompt the model was sent</summary>' + messages(c.prompts.direct) + "</details>" +
+    (!c.prompts.recorded ? '<details class="prompt direct-prompt"><summary>direct prompt the model was sent</summary>' + messages(c.prompts.direct) + "</details>" :
+      c.prompts.direct ? '<details class="prompt recorded-prompt"><summary>prompt as recorded with the output' + (d.model ? " (" + esc(d.model) + ")" : "") +
+      "</summary>" + messages(c.prompts.direct) + "</details>" : '<p class="muted recorded-prompt">(no prompt recorded with this output)</p>') +
     "<details><summary>raw answer</summary><pre>" + esc(d.raw) + "</pre></details></div>");
   if (c.hidden.answer != null)
     h.push('<div class="panel hindsight" id="hindsight">' + HS + " outcome " + badge(c.outcome) + " direct " + badge(c.hidden.direct_category) +

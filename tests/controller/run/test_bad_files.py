@@ -227,7 +227,10 @@ ROWS = [
         records(lambda rs: rs + rs[:1])),
     Row("trace_duplicate_case_resume", RESUME, ("fresh_traces.jsonl", "line 7"), records(lambda rs: rs + rs[:1])),
     Row("trace_is_a_directory", TRACE, ("fresh_traces.jsonl",), replace_with_dir("fresh_traces.jsonl")),
-    Row("trace_of_other_cases", TRACE, ("fresh_traces.jsonl", "--cases"), records(foreign_ids)),
+    # a re-analysis reads its cases from the records (no case file): traces of other families than the
+    # split kept beside them are refused by that split
+    Row("trace_of_other_cases", TRACE, ("split_manifest.json", "no split for families", "elsewhere_"),
+        records(foreign_ids)),
     # a --tag run's files
     Row("tag_trace_missing", ["--tag", "t"], ("fresh_traces_t.jsonl", "--generate-traces")),
     Row("tag_trace_garbage", ["--tag", "t"], ("fresh_traces_t.jsonl", "line 2"), then(tagged, torn_middle("fresh_traces_t.jsonl"))),

@@ -83,3 +83,19 @@ def test_a_manifest_that_places_no_traced_family_moves_nothing(smoke, tmp_path):
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "--split-manifest" in r.stderr and "no split for families" in r.stderr
     assert len(asides(root)) == n_aside and sorted(p.name for p in (root / "reports").iterdir()) == listing
+
+
+def test_reanalysis_reads_no_case_file(smoke, tmp_path):
+    """The records carry their tasks and hidden answers: a run whose case folder is gone (or a
+    --cases that names another set) re-analyses to the same predictions, and the summary names
+    the case set and backend the traces were made with, not the re-analysis's defaults."""
+    root, cases = smoke
+    moved = tmp_path / "moved"
+    (moved / "reports").mkdir(parents=True)
+    for name in ("fresh_traces.jsonl", "split_manifest.json", "run_config.json"):
+        (moved / "reports" / name).write_bytes((root / "reports" / name).read_bytes())
+    r = cli("--root", str(moved), "--cases", str(tmp_path / "no_such_folder"), "--no-progress")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert predictions(moved) == predictions(root)
+    summary = json.loads((moved / "reports" / "final_summary.json").read_text())
+    assert summary["config"]["case_set"] == f"dir:{cases}" and summary["traces"]["backend"] == "synth"
