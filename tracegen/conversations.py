@@ -233,12 +233,20 @@ def prompt_digest_of(task: Task, digests: dict[bool, str] | None = None) -> str:
     return digests[values] if digests is not None else prompt_digest(values)
 
 
+def todays_digest(records) -> str:
+    """Today's version of the templates ``records`` were made with: the value templates' when any
+    record names theirs (a run of tasks that are not one table example), else the table ones'."""
+    values = prompt_digest(values=True)
+    return values if any(r.get("prompts") == values for r in records) else prompt_digest()
+
+
 def prompt_version_note(records, today: str | None = None) -> str | None:
     """One line when the prompts of ``records`` (their ``prompts`` key) are not today's
     (``prompt_digest()``), None when every record names today's: the viewer and the SFT export
     rebuild prompts from today's templates, which may then not be the prompts the model saw."""
     today = today or prompt_digest()
-    current = {today, prompt_digest(values=True)}  # a record of a value task names the value templates' version
+    # a record names the version of its own templates: the table ones' or the value ones'
+    current = {today, prompt_digest(), prompt_digest(values=True)}
     # imported records (``source``) answered prompts made elsewhere: nothing here was rebuilt for them
     seen = Counter(r.get("prompts") for r in records if "source" not in r)
     if not seen or set(seen) <= current:

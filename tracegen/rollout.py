@@ -20,7 +20,7 @@ none was recorded. Attempts the source made after a chain's first pass are never
 
 Memory: a program's output may be 4 MiB of JSON (``sandbox.OutputLimits``), which decodes to tens of MB
 of ``str`` objects. Each output is graded as it arrives, then kept only as JSON text in an unnamed
-temporary file (``_Outputs``) until its case's record is built and written, so the parent holds the
+temporary file (``held_outputs.Outputs``) until its case's record is built and written, so the parent holds the
 outputs being graded, not every output of the chunk (``benchmarks/bench_parent_memory.py``).
 
 Stopping: when tracing a chunk stops early (Ctrl-C, SIGTERM, which the CLI turns into
@@ -41,11 +41,8 @@ token 57/96``), since rows cut at ``--max-new-tokens`` all finish with their bat
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -54,12 +51,12 @@ from dataclasses import dataclass, field
 from cases import Case, values_equal
 
 from .backends import Backend, GenerationRequest, Task
-from .parsing import Parsed
 from .conversations import prompt_digest, prompt_digest_of, round_feedback, round_messages
 from common.errors import check
 from .grading import hidden_block
+from .held_outputs import Outputs as _Outputs, Stored as _Stored, loaded as _loaded
 from .parse_values import parse_answer
-from .parsing import parse_code
+from .parsing import Parsed, parse_code
 from .progress import Progress
 from .recorded import provenance_into, recorded_parse, timed
 from .prompts import describe_feedback, direct_messages, write_messages
@@ -115,72 +112,6 @@ class _Chain:
     @property
     def open(self) -> bool:
         return not (self.solved_visible or self.ended)
-
-
-class _Outputs:
-    """The program outputs of one chunk while it is traced, as compact JSON text in an unnamed
-    temporary file (the kernel removes it on close or when the process dies). ``put`` returns a
-    handle; ``_Stored.load`` decodes it again, to the same lists (JSON of lists of ``str`` round-trips
-    exactly), when a prompt or a record needs it."""
-
-    def __init__(self) -> None:
-        self._file, self._end = None, 0
-
-    def put(self, table) -> _Stored | None:
-        if table is None:
-            return None
-        data = json.dumps(table, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="ltd-outputs-", buffering=0)
-        fd, at = self._file.fileno(), self._end
-        view = memoryview(data)
-        while view:
-            view = view[os.pwrite(fd, view, at + len(data) - len(view)):]
-        self._end += len(data)
-        return _Stored(self, at, len(data))
-
-    def read(self, at: int, size: int) -> bytes:
-        parts, got = [], 0
-        while got < size:
-            chunk = os.pread(self._file.fileno(), size - got, at + got)
-            if not chunk:
-                raise EOFError("the rollout's output file is shorter than it wrote")
-            parts.append(chunk)
-            got += len(chunk)
-        return b"".join(parts)
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-    __del__ = close
-
-
-class _Stored:
-    """One output in an ``_Outputs`` file."""
-
-    __slots__ = ("store", "at", "size")
-
-    def __init__(self, store: _Outputs, at: int, size: int) -> None:
-        self.store, self.at, self.size = store, at, size
-
-    def load(self):
-        return json.loads(self.store.read(self.at, self.size))
-
-
-def _loaded(rnd: dict) -> dict:
-    """``rnd`` with its outputs decoded (a copy; keys keep their order, so records are byte for byte
-    what they were when rounds held the decoded outputs)."""
-    out = dict(rnd, visible=dict(rnd["visible"]))
-    holders = [(out, "test_output"), (out["visible"], "output")]
-    if "visible_runs" in rnd:
-        out["visible_runs"] = [dict(r) for r in rnd["visible_runs"]]
-        holders += [(r, "output") for r in out["visible_runs"]]
-    for holder, key in holders:
-        if isinstance(holder.get(key), _Stored):
-            holder[key] = holder[key].load()
-    return out
 
 
 @dataclass

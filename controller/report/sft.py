@@ -45,7 +45,7 @@ import json
 import sys
 from pathlib import Path
 
-from tracegen.conversations import (direct_conversation, program_chains, prompt_digest, prompt_version_note,
+from tracegen.conversations import (direct_conversation, program_chains, prompt_version_note, todays_digest,
                                     round_conversation)
 from tracegen.synth.codegen import strip_history as _strip
 
@@ -118,7 +118,7 @@ def export_sft(records: list[dict], out_dir: str | Path, repair_history: bool = 
     The prompts are rebuilt with today's templates: ``export.json`` ``prompts`` names their version
     (``rebuilt_with``) and the traces' (``traces``, ``unknown`` for records that name none), and
     ``warn`` gets one line when they differ (stderr by default)."""
-    today = prompt_digest()
+    today = todays_digest(records)
     note = prompt_version_note(records, today)
     if note:
         warn(f"warning: sft export: {note}")

@@ -33,7 +33,7 @@ import re
 import sys
 from pathlib import Path
 
-from tracegen.conversations import program_chains, prompt_digest, prompt_version_note, record_task, round_messages
+from tracegen.conversations import program_chains, prompt_version_note, todays_digest, record_task, round_messages
 from tracegen.prompts import direct_messages, write_messages
 from tracegen.records import assign_splits, read_traces, upgrade_record
 
@@ -200,7 +200,7 @@ def prompt_versions(records: list[dict], run_config: dict | None = None) -> dict
     """The prompt templates' versions: the traces' (``unknown`` for records that name none), the
     trace config's, today's (the page's prompts are rebuilt with today's) and, when they differ,
     the one-line ``note`` (``prompt_version_note``) the page and the log show."""
-    today = prompt_digest()
+    today = todays_digest(records)
     note = prompt_version_note(records, today)
     return {"traces": sorted({r.get("prompts") or "unknown" for r in records}),
             "trace_config": ((run_config or {}).get("trace_config") or {}).get("prompts"), "today": today,

@@ -46,3 +46,26 @@ def test_1d_arc_traces_report_and_viewer(tmp_path, run_cli, browser):
     assert arcs.count() == 7  # three examples (input, output) and the new input
     assert page.locator("#case .panel").first.locator("table.arc td.c0").count() > 0
     assert errors == []
+
+
+@pytest.mark.slow
+def test_1d_arc_traced_by_the_tiny_hf_model(tmp_path, run_cli, tiny_model):
+    """A model backend gets the value prompts (every example, grids as rows of numbers) and its
+    answers go through the same parsing, sandbox kinds and grading as any."""
+    root = tmp_path / "hf"
+    r = run_cli("--cases", "1d-arc", "--generate-traces", "--root", root, "--backend", "hf", "--model", tiny_model,
+                "--limit-total", 3, "--max-new-tokens", 24, "--max-repairs", 1, "--test-families", 1,
+                "--dev-families", 1, "--cache-dir", "none", "--no-progress")
+    assert r.returncode == 0, r.stderr[-3000:]
+    records = read_traces(root / "reports" / "fresh_traces.jsonl")
+    assert len(records) == 3
+    for rec in records:
+        assert rec["backend"] == "hf" and rec["task"]["value_type"] == "grid" and len(rec["task"]["examples"]) == 3
+        assert rec["direct"]["finish_reason"] in ("stop", "length") and rec["direct"]["completion_tokens"] > 0
+        assert rec["direct"]["parse"]["status"] != "declined"
+        assert rec["rounds"] and all(x["feedback"] is None for x in rec["rounds"][:1])
+        assert all(isinstance(x["feedback"], str) for x in rec["rounds"][1:])  # every repair records its text
+    data = json.loads(gzip.decompress((root / "reports" / "viewer" / "data.json.gz").read_bytes()))
+    write = data["cases"][0]["prompts"]["write"][1]["content"]
+    first = records[0]["task"]["examples"][0]["input"][0]
+    assert "Example 3 input:" in write and " ".join(map(str, first)) in write and "def transform(grid):" in write
