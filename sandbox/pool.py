@@ -51,7 +51,7 @@ from ._worker import WAKE_S, Worker, WorkerEnded, WorkerError
 from .result import OutputLimits, RunResult, clean_message, decode_message, decode_output
 
 GRACE_S = 2.0
-WALL_FACTOR = 5.0  # the worker's wall-clock backstop, as a multiple of the CPU limit (zygote.py)
+WALL_FACTOR = 20.0  # the worker's wall-clock hard cap, as a multiple of the CPU limit (zygote.py)
 PIPELINE_BYTES = 16 << 10  # a request this small fits in a pipe behind a running one
 MAX_CODE_CHARS = 100_000
 MIN_MEMORY_MB = 16
@@ -585,7 +585,9 @@ def protections() -> dict[str, bool | str]:
     Keys with ``True``/``False``: ``fresh_process_per_run``, ``cleared_env``, ``closed_fds``,
     ``rlimits``, ``no_new_privs``, ``seccomp``, ``drop_uid``, ``chroot``, ``non_dumpable``,
     ``parent_death_signal``, ``pid_namespace``, ``net_namespace``, ``ipc_namespace``,
-    ``mount_namespace``, ``uts_namespace``, ``time_namespace``, ``own_dev_null``; strings: ``arch``
+    ``mount_namespace``, ``uts_namespace``, ``time_namespace``, ``own_dev_null``,
+    ``blocked_detection`` (a run waiting without running is stopped after its limit; see
+    ``zygote.WALL_FACTOR``); strings: ``arch``
     and ``notes`` (why something is missing, empty when nothing is).
     """
     return default_sandbox().protections()

@@ -117,6 +117,11 @@ def clean_message(text: str) -> str:
     return text
 
 
+# a \u escape of a surrogate (or a false alarm: an escaped backslash before "ud8..."); only then
+# is the decoded value encoded again to look for a lone one
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
 def _no_json_constants(name: str):
     raise ValueError(f"{name} is not allowed in JSON")
 
@@ -197,7 +202,8 @@ def decode_output(payload: bytes, limits: OutputLimits, kind: str = "table") -> 
     finally:
         if enabled:
             gc.enable()
-    if b"\\u" in payload and not _encodable(value):  # "\udc80" escapes decode to lone surrogates
+    # "\udc80" escapes decode to lone surrogates (raw bytes cannot: the strict decode above)
+    if _SURROGATE_ESCAPE.search(payload) and not _encodable(value):
         return None, "output contains a lone surrogate (not valid UTF-8)"
     shape = _SHAPES[kind](value, limits)
     return (value, "") if not (shape or why) else (None, shape or why)

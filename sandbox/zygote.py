@@ -231,10 +231,15 @@ def _drain(fd: int) -> bytes:
 
 
 # A run's time limit is on the child's own CPU time (user + system, read from its CPU clock by
-# the collector): what a neighbour does to the wall clock never changes a result. The wall clock
-# is only a backstop against sleeping and blocking, at WALL_FACTOR times the limit (generous:
-# a program at 85% of its limit passes even when it gets a fifth of a core).
-WALL_FACTOR = 5.0
+# the collector): what a neighbour does to the wall clock never changes a result. A run that
+# waits without running (neither on a CPU nor waiting for one, from its ``schedstat``) for as
+# long as its limit is blocked (a sleep, a lock, input that never comes) and is stopped then,
+# whatever the load. The wall clock is only a hard cap, at WALL_FACTOR times the limit: a run
+# starved of CPU by other processes is not stopped while it waits for a CPU, up to that cap.
+# (Without a procfs of the worker's own, ``blocked_detection`` false, the cap is BACKSTOP_FACTOR
+# and also stops sleepers, as before.)
+WALL_FACTOR = 20.0
+BACKSTOP_FACTOR = 5.0
 
 
 def _cpu_clock(pid: int) -> int:
@@ -242,7 +247,14 @@ def _cpu_clock(pid: int) -> int:
     return ((~pid) << 3) | 2
 
 
-def collect(io: dict, pid: int, deadline: float, max_payload: int, cpu_limit: float = math.inf):
+def _schedstat(fd: int) -> float:
+    """Seconds the run has been on a CPU or waiting for one (``schedstat``: run time, run delay)."""
+    ran, waited = os.pread(fd, 128, 0).split()[:2]
+    return (int(ran) + int(waited)) / 1e9
+
+
+def collect(io: dict, pid: int, deadline: float, max_payload: int, cpu_limit: float = math.inf,
+            proc_fd: int | None = None, start: float = 0.0):
     """Read the child's result frame from the result pipe until it is whole, the child has
     died (the template says so on the status pipe) or the deadline; then end the child and
     read its wait status and resource usage from the template.
@@ -259,11 +271,30 @@ def collect(io: dict, pid: int, deadline: float, max_payload: int, cpu_limit: fl
     poller.register(st_r, select.POLLIN)
     outcome = None
     clock = _cpu_clock(pid)
+    stat_fd = None
     while outcome is None:
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = deadline - now
         if left <= 0:
             outcome = "wall_timeout"
             break
+        if proc_fd is not None and now - start >= cpu_limit:  # long enough to have waited that long
+            if stat_fd is None:
+                try:
+                    stat_fd = os.open(f"{pid}/schedstat", os.O_RDONLY, dir_fd=proc_fd)
+                except OSError:  # already gone: its status says so on the pipe
+                    proc_fd = None
+            if stat_fd is not None:
+                try:
+                    waited = now - start - _schedstat(stat_fd)
+                except (OSError, ValueError):
+                    waited = 0.0
+                if waited >= cpu_limit:
+                    outcome = "blocked"
+                    break
+                left = min(left, cpu_limit - waited + 0.002)
+        elif proc_fd is not None:
+            left = min(left, start + cpu_limit - now + 0.002)
         if cpu_limit != math.inf:
             try:
                 used = time.clock_gettime(clock)
@@ -302,6 +333,8 @@ def collect(io: dict, pid: int, deadline: float, max_payload: int, cpu_limit: fl
         if not size:
             outcome = "done"
     del view
+    if stat_fd is not None:
+        os.close(stat_fd)
     if outcome != "done" and payload is not None:
         _wire.wipe(payload)
         payload = None
@@ -337,8 +370,10 @@ def run_one(req_fd: int, header: bytes, timeout_s: float, memory_mb: int, resp_f
     if raw is None:
         raise EOFError("the template is gone")
     pid = _PID.unpack(raw)[0]
+    proc_fd = plan.get("proc_fd")
+    cap = WALL_FACTOR if proc_fd is not None else BACKSTOP_FACTOR
     kind, code, payload, outcome, status, usage = collect(
-        io, pid, start + WALL_FACTOR * timeout_s, plan["limits"]["max_bytes"] + 64, timeout_s)
+        io, pid, start + cap * timeout_s, plan["limits"]["max_bytes"] + 64, timeout_s, proc_fd, start)
     tags = _drain(io["tag_r"])[:2]  # the child is reaped: all there is
     _wire.wipe(bytearray(_drain(io["res_r"])))  # anything it wrote beyond its frame
     stage = (0 if tags[:1] != _TAG_READ else 2 if tags == _TAG_READ + _TAG_START else 1)
@@ -397,8 +432,12 @@ def classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss) -> tu
     if outcome == "timeout":
         return "timeout", (f"transform used more than {timeout_s:g} s of CPU time "
                            "(look for an infinite loop or very slow code)")
+    if outcome == "blocked":
+        return "timeout", (f"transform was blocked: it waited {timeout_s:g} s without running "
+                           "(look for sleeping, or waiting for input that never comes)")
     if outcome == "wall_timeout":
-        return "timeout", (f"transform did not finish within {WALL_FACTOR * timeout_s:g} s of "
+        factor = WALL_FACTOR if plan.get("proc_fd") is not None else BACKSTOP_FACTOR
+        return "timeout", (f"transform did not finish within {factor * timeout_s:g} s of "
                            "wall time (look for sleeping or waiting)")
     memory_hit = usage.ru_maxrss * 1024 >= base_rss + 0.9 * memory_mb * MIB
     if os.WIFSIGNALED(status):
@@ -526,6 +565,27 @@ def _last_pid_fd(report: dict) -> int | None:
     return fd
 
 
+def _own_proc(report: dict) -> int | None:
+    """A handle on a procfs of this PID namespace (mounted over ``/proc`` in the worker's private
+    mount namespace, outside the root the children get), from which the collector reads a run's
+    ``schedstat``: how long it ran and how long it waited for a CPU. ``None`` (and a note)
+    without the namespaces or the right to mount: runs are then judged by the wall backstop
+    alone. ``blocked_detection`` says which."""
+    report["blocked_detection"] = False
+    if not (report["pid_namespace"] and report["mount_namespace"]):
+        return None
+    try:
+        _kernel.mount("proc", "/proc", "proc", _kernel.MS_NOSUID | _kernel.MS_NOEXEC | _kernel.MS_NODEV)
+        fd = _high_fd(os.open("/proc", os.O_PATH | os.O_DIRECTORY))
+        with open(os.open("self/schedstat", os.O_RDONLY, dir_fd=fd), "rb") as fh:
+            fh.read()
+    except OSError as exc:
+        report["notes"].append(f"blocked detection: {exc.strerror}")
+        return None
+    report["blocked_detection"] = True
+    return fd
+
+
 def _high_fd(fd: int) -> int:
     """Move ``fd`` out of the way (to 100 and up), so a run's pipe lands on fds 3 and 4."""
     high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100)
@@ -555,8 +615,10 @@ def main(options: dict) -> None:
         status_fd = _high_fd(os.open("/proc/self/statm", os.O_RDONLY))
         maps_fd = _high_fd(os.open("/proc/self/maps", os.O_RDONLY))
         last_pid = _last_pid_fd(report)
+        proc_fd = _own_proc(report)
         plan = make_plan(options["limits"], options["ast_check"], report, status_fd, dev_fd)
         plan["last_pid_fd"] = last_pid
+        plan["proc_fd"] = proc_fd
         warm_up(plan)
         gc.collect()
         report["host_paths_scrubbed"] = _scrub.scrub(paths, maps_fd) >= 0

@@ -189,3 +189,11 @@ def test_decode_checks_the_kind_and_counts_before_decoding():
     table = json.dumps([["[x],{y:z}" * 5000, 'q"\\'] * 3] * 3).encode()
     assert precheck(table, limits) == ""
     assert decode_output(table, limits)[0] == [["[x],{y:z}" * 5000, 'q"\\'] * 3] * 3
+
+
+def test_surrogate_escapes_are_judged_on_the_decoded_value():
+    limits = OutputLimits()
+    assert decode_output(b'[["\\ud83d\\ude00"]]', limits) == ([["\U0001F600"]], "")  # a pair
+    assert decode_output(b'[["\\\\udc80"]]', limits) == ([["\\udc80"]], "")  # an escaped backslash
+    assert decode_output(b'[["\\udc80"]]', limits)[0] is None
+    assert decode_output(b'["\\uDFFF"]', limits, "json")[0] is None
