@@ -25,8 +25,25 @@ class Example:
     output: Any
 
 
+class OneExampleViews:
+    """One-example views (the first example), for code that reads the Foofah shape; shared by
+    ``Case`` and the task a backend sees (``tracegen.backends.base.Task``)."""
+
+    @property
+    def input_table(self):
+        return self.examples[0].input
+
+    @property
+    def output_table(self):
+        return self.examples[0].output
+
+    @property
+    def test_table(self):
+        return self.test_input
+
+
 @dataclass(frozen=True)
-class Case:
+class Case(OneExampleViews):
     """A validated case.
 
     ``examples`` are the public examples (at least one); ``test_input`` is the new input;
@@ -61,16 +78,3 @@ class Case:
     @property
     def scored(self) -> bool:
         return self.test_answer is not None
-
-    # One-example views, for code that reads the Foofah shape (the first example).
-    @property
-    def input_table(self):
-        return self.examples[0].input
-
-    @property
-    def output_table(self):
-        return self.examples[0].output
-
-    @property
-    def test_table(self):
-        return self.test_input

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterator, Literal
 
 from cases import Example
+from cases.case import OneExampleViews
 from common.errors import ConfigError, check
 
 Table = list[list[str]]
@@ -17,7 +18,7 @@ RequestKind = Literal["direct", "write", "fix"]
 
 
 @dataclass(frozen=True)
-class Task:
+class Task(OneExampleViews):
     """What a model is allowed to see of a case: the public examples and the new input, the type of
     the outputs (``cases.VALUE_TYPES``) and the function a program defines."""
 
@@ -42,18 +43,6 @@ class Task:
         the Foofah shape, unchanged."""
         return len(self.examples) == 1 and self.value_type == "table" and self.entry == "transform"
 
-    # One-example views (the first example), for code that reads the Foofah shape.
-    @property
-    def input_table(self):
-        return self.examples[0].input
-
-    @property
-    def output_table(self):
-        return self.examples[0].output
-
-    @property
-    def test_table(self):
-        return self.test_input
 
 
 @dataclass(frozen=True)
