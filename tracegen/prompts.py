@@ -24,7 +24,7 @@ import json
 from sandbox import allowed_modules
 
 from .backends.base import Feedback, Table, Task
-from .value_text import TYPE_WORDS, render_table, render_value, value_diff
+from .value_text import TYPE_WORDS, render_table, render_value, row_diff_lines, value_diff
 
 MAX_FEEDBACK_CHARS = 1500
 MAX_DIFF_ROWS = 6
@@ -207,22 +207,7 @@ def table_diff(expected: Table, produced: Table) -> str:
         lines.append("The rows are right but in the wrong order.")
     elif expected and produced and [list(c) for c in zip(*expected)] == produced:
         lines.append("The output is the expected table transposed.")
-    shown = 0
-    for i in range(max(len(expected), len(produced))):
-        exp = expected[i] if i < len(expected) else None
-        got = produced[i] if i < len(produced) else None
-        if exp == got:
-            continue
-        if shown == MAX_DIFF_ROWS:
-            lines.append("(more differing rows not shown)")
-            break
-        if got is None:
-            lines.append(f"row {i}: expected {_row(exp)}, missing")
-        elif exp is None:
-            lines.append(f"row {i}: unexpected extra row {_row(got)}")
-        else:
-            lines.append(f"row {i}: expected {_row(exp)}, got {_row(got)}")
-        shown += 1
+    lines += row_diff_lines(expected, produced, MAX_DIFF_ROWS, _row)
     return _cap("\n".join(lines), MAX_FEEDBACK_CHARS)
 
 

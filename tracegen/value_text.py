@@ -72,7 +72,17 @@ def value_diff(expected: Any, produced: Any, value_type: str, max_rows: int, row
         lines.append(f"expected {cap(render_value(expected, 'json'))}")
         lines.append(f"got      {cap(render_value(produced, 'json'))}")
         return "\n".join(lines)
-    shown = 0
+
+    def row(r):
+        return cap(" ".join(map(str, r)) if is_grid([r]) else render_value(r, "json"))
+    lines += row_diff_lines(expected, produced, max_rows, row)
+    return "\n".join(lines)
+
+
+def row_diff_lines(expected: list, produced: list, max_rows: int, row) -> list[str]:
+    """One line per differing row (at most ``max_rows``), each row rendered by ``row``: the part of
+    a repair's feedback that tables and grids share."""
+    lines, shown = [], 0
     for i in range(max(len(expected), len(produced))):
         exp = expected[i] if i < len(expected) else None
         got = produced[i] if i < len(produced) else None
@@ -81,8 +91,6 @@ def value_diff(expected: Any, produced: Any, value_type: str, max_rows: int, row
         if shown == max_rows:
             lines.append("(more differing rows not shown)")
             break
-        def row(r):
-            return cap(" ".join(map(str, r)) if is_grid([r]) else render_value(r, "json"))
         if got is None:
             lines.append(f"row {i}: expected {row(exp)}, missing")
         elif exp is None:
@@ -90,4 +98,4 @@ def value_diff(expected: Any, produced: Any, value_type: str, max_rows: int, row
         else:
             lines.append(f"row {i}: expected {row(exp)}, got {row(got)}")
         shown += 1
-    return "\n".join(lines)
+    return lines
