@@ -26,7 +26,7 @@ import sys
 import typing
 from pathlib import Path
 
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 
 
 @dataclasses.dataclass

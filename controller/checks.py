@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from cases import SplitError, default_split_sizes, read_split_manifest
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 from tracegen.records import TraceFileError, read_traces
 
 from controller.config import SELECTION, backend_kind

@@ -80,7 +80,7 @@ def build_config(args):
     from controller.args import build, flag_of, values
     from controller.checks import UsageError
     from controller.config import RunConfig
-    from common.errors import ConfigError
+    from tracegen.errors import ConfigError
 
     table = flag_table()
     try:
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
 
         return sft_main(words[1:])
     args = make_parser().parse_args(words)
-    from common.errors import ConfigError
+    from tracegen.errors import ConfigError
 
 
     def _term(signum, frame):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tracegen.backends import BackendConfig, available_backends, backend_class
 from tracegen.conversations import prompt_digest
-from common.errors import ConfigError, check
+from tracegen.errors import ConfigError, check
 from tracegen.rollout import RolloutConfig
 
 from controller.learn.lora import LoraPolicyConfig

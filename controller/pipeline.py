@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cases import CaseError, SplitError, load_cases, make_splits, probe_cases, resolve_case_set, split_manifest
 from tracegen.backends import PartialGeneration, Unanswerable, backend_class
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 from tracegen.records import TraceFileError, assign_splits, read_traces, repair_torn_tail, upgrade_record
 
 from controller.args import config_text

@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from common.errors import ConfigError, check
+from tracegen.errors import ConfigError, check
 
 
 def _f(default, help: str, **meta):

@@ -44,7 +44,7 @@ from cases import Case, tables_equal
 
 from .backends import Backend, GenerationRequest, Task
 from .conversations import prompt_digest, round_feedback, round_messages
-from common.errors import check
+from tracegen.errors import check
 from .grading import hidden_block
 from .parsing import parse_code, parse_table
 from .progress import Progress

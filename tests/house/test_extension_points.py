@@ -55,7 +55,7 @@ def _records(n: int = 12) -> list[dict]:
 
 def test_a_cost_unit_is_validated_from_its_entry(fake_unit, capsys):
     from controller import cli
-    from common.errors import ConfigError
+    from tracegen.errors import ConfigError
     from controller.study.experiment import ExperimentConfig
 
     cfg = cli.build_config(cli.make_parser().parse_args(["--cost", "fakes"]))
@@ -122,7 +122,7 @@ class FakeBackend(Backend):
 
     @classmethod
     def check_config(cls, config):
-        from common.errors import ConfigError
+        from tracegen.errors import ConfigError
 
         if config.temperature > 1:
             raise ConfigError("--temperature: the fake backend samples at 1 at most", field="temperature")

@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
 from typing import Callable, Iterator, Literal
 
-from common.errors import ConfigError, check
+from tracegen.errors import ConfigError, check
 
 Table = list[list[str]]
 RequestKind = Literal["direct", "write", "fix"]

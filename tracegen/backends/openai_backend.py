@@ -59,7 +59,7 @@ from pathlib import Path
 
 from .base import Backend, BackendConfig, Completion, GenerationRequest, PartialGeneration
 from .logprobs import logprob_stats, unavailable
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
