@@ -126,7 +126,7 @@ def differences(a: dict, b: dict) -> list[str]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--ref", default=DEFAULT_REF, help="git ref of the old way")
     p.add_argument("--traces", default=str(DEFAULT_TRACES), help="trace file both ways reuse")

@@ -82,7 +82,7 @@ def one(base: str, way: str, steps: int, batch: int, trace_file: str) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--bases", default="tiny,smollm2", help="comma-separated: tiny and/or smollm2")
     p.add_argument("--steps", type=int, default=3, help="timed optimizer steps per (base, way)")
     p.add_argument("--batch", type=int, default=16, help="rows per step")

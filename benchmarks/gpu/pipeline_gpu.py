@@ -143,7 +143,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--dry-run", action="store_true", help="CPU: tiny model, the hf run for real, vLLM runs "
                     "checked and printed but not started")
     ap.add_argument("--config", default=str(HERE / "qwen3_5_4b_config.json"))
