@@ -181,6 +181,21 @@ def check_trace_file(cfg, tcfg: dict, log) -> tuple[frozenset[str], list | None]
     return frozenset(), None
 
 
+def traced_cases(cfg, cases: list, records: list) -> list:
+    """The selected cases an analysis covers: all of them, each traced. An interrupted run's file
+    (fewer traced than selected) is refused unless ``allow_partial``, then its traced cases are
+    analysed; so is an older run's folder whose run_config.json keeps no selection, whose
+    selection is the cases it traced."""
+    traced = {r["case_id"] for r in records}
+    kept = [c for c in cases if c.case_id in traced]
+    known = "selection" in (read_run_config(cfg) or {}) or any(getattr(cfg, k) is not None for k in SELECTION)
+    if known and len(kept) < len(cases) and not cfg.allow_partial:
+        raise UsageError(f"{trace_path(cfg)}: {len(kept)} of the {len(cases)} selected cases are traced (an "
+                         "interrupted run); finish it with `generate_traces` `resume`, or set `allow_partial` "
+                         "to analyse the traced ones")
+    return kept
+
+
 def _check_resumed_settings(cfg, path: Path, old: dict, tcfg: dict, log) -> None:
     """Refuse to continue traces made under other trace-changing settings (unless ``force``).
     The prompt templates' version (``prompts``) is one of them; a run made before it was recorded

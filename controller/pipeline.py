@@ -19,6 +19,7 @@ from tracegen.records import TraceFileError, assign_splits, read_traces, repair_
 
 from controller.args import config_text
 from controller.checks import (UsageError, check_flags, check_study, check_trace_file, manifest_splits, policy_model,
+                               traced_cases,
                                read_run_config, split_sizes, traces_started_utc)
 from controller.config import RunConfig, select_cases, selection, trace_config
 from controller.env.traceenv import max_repairs
@@ -55,9 +56,8 @@ def run(cfg: RunConfig, log=print) -> dict:
             if not any(r["case_id"] in known for r in records):
                 raise UsageError(f"none of the {len(records)} records of {path} is a case of {cfg.cases} (e.g. "
                                  f"{records[0]['case_id']!r}): give the case set the traces were made from", "cases")
-        if records is not None and not selection(cfg):  # an older run's folder: the cases it traced
-            traced = {r["case_id"] for r in records}
-            cases = [c for c in cases if c.case_id in traced]
+        if records is not None:  # the cases the analysis covers: every selected one, traced
+            cases = traced_cases(cfg, cases, records)
         if records is not None:  # the repair budget the traces were made with, not this config's
             check_study(cfg.experiment, max_repairs(records))
         split = None
