@@ -68,7 +68,7 @@ def run(cfg: RunConfig, log=print) -> dict:
         else:
             split_sizes(cfg, {c.family for c in cases}, of={c.family for c in all_cases})
         if cfg.generate_traces:
-            backend = _open_backend(cfg, [c.case_id for c in cases if c.case_id not in done])
+            backend = _open_backend(cfg, [c.case_id for c in cases if c.case_id not in done], log)
         set_previous_run_aside(cfg, log)  # every check passed: from here on this run writes
         atomic_write_text(reports_dir(cfg) / "config.toml", config_text(given))
         return _run_checked(cfg, cases, tcfg, done, records, backend, t0, log, worker,
@@ -136,16 +136,22 @@ def _traced_selection(cfg: RunConfig, log) -> RunConfig:
     return replace(cfg, **kept) if kept else cfg
 
 
-def _open_backend(cfg: RunConfig, to_trace=()):
+def _open_backend(cfg: RunConfig, to_trace=(), log=print):
     """Build the backend (loading a model, checking an endpoint) and check that it can trace the
-    cases ``to_trace`` before anything is written."""
+    cases ``to_trace`` before anything is written. Loading a model is named, with its time: it can
+    take minutes before the first token."""
     from tracegen.backends import get_backend
     from tracegen.backends.cache import maybe_cached
 
     kind = backend_class(cfg.backend.name)
     try:
         kind.preflight(cfg.backend)
+        t = time.monotonic()
+        if kind.loads_model:
+            log(f"loading model {cfg.backend.model} ({cfg.backend.name} backend) ...")
         backend = get_backend(cfg.backend)
+        if kind.loads_model:
+            log(f"model loaded in {time.monotonic() - t:.1f}s")
     except ConfigError as err:  # a field the backend cannot work with
         raise err.within("backend") from None
     except (ValueError, OSError, ImportError) as err:

@@ -47,6 +47,7 @@ from tracegen.errors import ConfigError
 
 class HFBackend(Backend):
     name = "hf"
+    loads_model = True
 
     @classmethod
     def preflight(cls, config: BackendConfig) -> None:

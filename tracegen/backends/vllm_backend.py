@@ -78,6 +78,7 @@ def _import_vllm():
 
 class VLLMBackend(Backend):
     name = "vllm"
+    loads_model = True
 
     def __init__(self, config: BackendConfig):
         super().__init__(config)
