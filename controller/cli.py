@@ -136,6 +136,10 @@ def main(argv=None) -> int:
         print("interrupted: finished records are kept; rerun with --resume to continue", file=sys.stderr)
         return 130
     print_table(summary)
+    if summary.get("logprobs_unavailable"):
+        from controller.report.markdown import logprobs_line
+
+        print(f"\nwarning: {logprobs_line(summary['logprobs_unavailable'])}", file=sys.stderr)
     if held_back is not None and held_back.line():
         print(held_back.line(), file=sys.stderr)
     print(f"\ntotal {summary['timing']['total_s']:.1f}s; report: {Path(args.root) / 'reports' / 'report.md'}")

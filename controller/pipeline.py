@@ -296,6 +296,11 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, t0, log, w
         if own_worker and worker is not None:
             worker.close()
     summary["split_method"] = {"method": split_info["method"], "probe_case_ids": sorted(probes)}
+    from tracegen.backends.logprobs import unavailable_in
+
+    missing = unavailable_in(records)
+    if missing:  # e.g. a server that ignores the logprobs field: said in the report and at the end
+        summary["logprobs_unavailable"] = missing
     if summary.get("study"):  # pre-registered only if the study file was committed before the traces started
         from controller.study.deviations import settle_rerun
         from controller.study.provenance import registration

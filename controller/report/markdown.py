@@ -49,6 +49,12 @@ def run_info(summary: Mapping) -> dict:
             "cases": cfg.get("cases")}
 
 
+def logprobs_line(missing: Mapping) -> str:
+    """The one line that says a run's generations have no log-probabilities (the report, the console)."""
+    return (f"log-probabilities unavailable in {missing['generations']} of {missing['of']} generations "
+            f"({'; '.join(missing['reasons'])}): no controller reads a confidence")
+
+
 def _summary(s: Mapping) -> list[str]:
     info = run_info(s)
     na = "n/a"
@@ -62,6 +68,8 @@ def _summary(s: Mapping) -> list[str]:
            + ("" if info["split_seed"] is None else f", split seed: {info['split_seed']}")]
     if info["cases"]:
         out.append(f"- cases: `{info['cases']}`")
+    if s.get("logprobs_unavailable"):
+        out.append(f"- {logprobs_line(s['logprobs_unavailable'])}")
     versions = {k: v for k, v in (s.get("versions") or {}).items() if v is not None}
     if versions:
         out.append("- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())))
