@@ -23,6 +23,7 @@ caches generations), its ``check_config`` refuses a setting before anything is w
 """
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 from pathlib import Path
@@ -49,7 +50,7 @@ def fake_unit():
 
 
 def _records(n: int = 12) -> list[dict]:
-    lines = (ROOT / "results" / "foofah" / "fresh_traces.jsonl").read_text().splitlines()
+    lines = gzip.decompress((ROOT / "results" / "foofah" / "fresh_traces.jsonl.gz").read_bytes()).decode().splitlines()
     return [json.loads(line) for line in itertools.islice((x for x in lines if x.strip()), n)]
 
 
