@@ -64,8 +64,8 @@ def served(tmp_path_factory):
         _stop_group(proc)
         log.close()
     assert not _group_alive(proc.pid), "a process of the server's group outlived it"
-    with socket.socket() as s:  # the port is free again: nothing is left serving
-        s.bind(("127.0.0.1", port))
+    with pytest.raises(ConnectionRefusedError):  # nothing is left listening on the port
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
 
 
 def _group_alive(pgid: int) -> bool:
