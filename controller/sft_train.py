@@ -244,6 +244,8 @@ def train(cfg: SftConfig) -> dict:
                "train_loss": round(float(result.training_loss), 4), "model": str(out), "resumed_from": resume_from,
                "max_length": max_length, "gradient_checkpointing": checkpointing, "rows": len(train_rows),
                "rows_trained": kept}
+    if torch.cuda.is_available() and str(next(final.parameters()).device).startswith("cuda"):
+        summary["peak_cuda_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
     (out / "sft_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 

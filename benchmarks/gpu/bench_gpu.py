@@ -18,7 +18,7 @@ kernels without ``flash-linear-attention`` / ``causal-conv1d``) are printed, not
 recorded in the JSON with which of those packages were importable.
 
     python benchmarks/gpu/bench_gpu.py --tiny --device cpu     # smoke test of the whole script
-    bash benchmarks/gpu/bench_gpu.sh                           # the real measurement (GPU)
+    python benchmarks/gpu/bench_gpu.py --device cuda           # on a GPU (vLLM when installed)
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ the same prompts (repair prompts would depend on each model's random output). Th
 generations and generated tokens per second of generation time (the records' ``gen_ms``), next
 to each run's wall time; the table ends the output and ``pipeline_gpu.json`` keeps it all.
 
-    bash benchmarks/gpu/bench_gpu.sh --pipeline            # on the GPU machine (installs vLLM)
+    python benchmarks/gpu/pipeline_gpu.py                  # on a GPU machine with vLLM installed
     python benchmarks/gpu/pipeline_gpu.py --dry-run        # CPU: tiny model, hf run real, vLLM runs planned
 """
 from __future__ import annotations
