@@ -29,7 +29,11 @@ def test_the_check_runs_from_a_clean_venv_with_the_carried_wheels(tmp_path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True, system_site_packages=False)
     py = str(env_dir / "bin" / "python")
-    subprocess.run([py, "-m", "pip", "install", "--quiet", *IMAGE], check=True, timeout=1200)
+    import torch
+
+    # this environment's torch build (a CPU wheel here): a bare `torch` would pull the CUDA build
+    image = [f"torch=={torch.__version__}", *IMAGE[1:]]
+    subprocess.run([py, "-m", "pip", "install", "--quiet", *image], check=True, timeout=1200)
     assert subprocess.run([py, "-c", "import trl"], capture_output=True).returncode != 0  # the image lacks it
     wheels = tmp_path / "wheels"
     ver = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -56,3 +60,15 @@ def test_the_check_runs_from_a_clean_venv_with_the_carried_wheels(tmp_path):
     assert result["sft_4b"]["steps"] == 2 and result["lora_4b"]["steps"] == 3
     assert result["sandbox"]["runs_per_s"] > 0 and result["sandbox"]["mismatches"] == 0
     assert result["summary"][-1] == "stages failed: none"
+
+
+def test_the_stages_fit_the_machines_minutes():
+    """The stages' limits leave a minute for the install within 8 minutes, and check.sh never gives
+    check.py more than what is left of 560 s (the machine stops a command at 600)."""
+    sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
+    from check import STAGES
+
+    assert sum(s.gpu_s for s in STAGES) <= 420
+    text = (REPO / "benchmarks" / "gpu" / "check.sh").read_text()
+    assert "LEFT=$(( 560 - ($(date +%s) - START) ))" in text and "vllm: not attempted" in text
+    assert "pip install" in text and "--no-index" in text
