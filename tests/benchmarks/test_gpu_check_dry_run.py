@@ -7,7 +7,7 @@ the toolkit needs and neither the image nor the list holds fails here, not on th
 The venv's packages come through pip as configured on this machine (a local file index here, so
 nothing is downloaded when it is present); the wheel set is built for this interpreter (the GPU
 machine's is Python 3.12; the list and the packing are the same). Slow: the venv, the xz packing
-of pyarrow and pandas, and every stage on 2 cores take about 15 minutes.
+of pyarrow and pandas, and every stage on 2 cores took 22 minutes (2026-12-04, a shared machine).
 """
 import json
 import os
