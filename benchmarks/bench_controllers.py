@@ -39,7 +39,7 @@ from pathlib import Path
 
 from refs import ROOT, child_env, trees  # the old-vs-new helpers of every benchmark
 DEFAULT_REF = "e4bc851"
-DEFAULT_TRACES = ROOT / "results" / "foofah" / "fresh_traces.jsonl"
+DEFAULT_TRACES = ROOT / "results" / "foofah" / "fresh_traces.jsonl.gz"
 MEASURED = ("peak_rss_mb", "peak_cuda_mb")  # memory figures: they vary between runs of the same code
 
 
@@ -62,7 +62,12 @@ def run_once(tree: Path, traces: Path, flags: list[str], work: Path) -> dict:
     """One controller phase from ``tree`` in a fresh root under ``work``."""
     root = Path(tempfile.mkdtemp(prefix="root_", dir=work))
     (root / "reports").mkdir()
-    (root / "reports" / "fresh_traces.jsonl").write_bytes(traces.read_bytes())
+    data = traces.read_bytes()
+    if traces.suffix == ".gz":  # a committed study keeps its traces gzipped; a run reads them plain
+        import gzip
+
+        data = gzip.decompress(data)
+    (root / "reports" / "fresh_traces.jsonl").write_bytes(data)
     cmd = [sys.executable, str(tree / "scripts" / "run_live_tool_dagger.py"), "--root", str(root), "--train-lora",
            "--no-progress", *flags]
     before, peak = resource.getrusage(resource.RUSAGE_CHILDREN), []
@@ -126,7 +131,7 @@ def differences(a: dict, b: dict) -> list[str]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--ref", default=DEFAULT_REF, help="git ref of the old way")
     p.add_argument("--traces", default=str(DEFAULT_TRACES), help="trace file both ways reuse")

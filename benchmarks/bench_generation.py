@@ -63,7 +63,7 @@ def _row(name, completions, seconds, base_tps=None):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--model", help="model folder or cached hub name (default: build a tiny random one)")
     ap.add_argument("--arch", default="qwen3_5", choices=["qwen3_5", "llama"], help="tiny model architecture")
     ap.add_argument("--work-dir", default=os.path.join("reports", "cache", "bench_tiny"), help="where the tiny model is built")

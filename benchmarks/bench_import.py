@@ -68,7 +68,7 @@ def case_line(i: int, kinds=("table", "grid", "string")) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=1000, help="generated cases (default: 1000)")
     ap.add_argument("--workers", type=int, default=2, help="sandbox workers (default: 2)")
     ap.add_argument("--kinds", default="table,grid,string", help="the task kinds, dealt in turn (default: "

@@ -7,7 +7,7 @@ New: the default scoring of ``controller/learn/lora_scoring.py`` (one row per st
 first tokens differ, logits only at the action position) on merged duplicate states.
 
 Each (base, way) runs in a fresh subprocess so peak memory (max RSS) is its own. The states are
-the visible states of a trace file (default: the committed ``results/foofah/fresh_traces.jsonl``),
+the visible states of a trace file (default: the committed ``results/foofah/fresh_traces.jsonl.gz``),
 labelled by the oracle as in training.
 
     python benchmarks/bench_lora.py                     # tiny base and smollm2, 3 timed steps each
@@ -82,11 +82,11 @@ def one(base: str, way: str, steps: int, batch: int, trace_file: str) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--bases", default="tiny,smollm2", help="comma-separated: tiny and/or smollm2")
     p.add_argument("--steps", type=int, default=3, help="timed optimizer steps per (base, way)")
     p.add_argument("--batch", type=int, default=16, help="rows per step")
-    p.add_argument("--traces", default=str(REPO / "results" / "foofah" / "fresh_traces.jsonl"), help="trace file")
+    p.add_argument("--traces", default=str(REPO / "results" / "foofah" / "fresh_traces.jsonl.gz"), help="trace file")
     p.add_argument("--ways", default="old,new", help="old, new, and/or topN (new scoring, LoRA on the last N "
                    "layers only); the first is the baseline of the printed ratios")
     p.add_argument("--one", nargs=2, metavar=("BASE", "WAY"), help=argparse.SUPPRESS)

@@ -74,7 +74,7 @@ def cpu_ms(fn, repeat: int) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5, help="timings per payload (the best counts)")
     parser.add_argument("--old", default=None, help="also time this commit's decode_output on the table payloads")

@@ -93,7 +93,7 @@ def child(way: str, n: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--programs", type=int, default=64, help="programs in the wave (2 runs each)")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--way", choices=("old", "new"), help=argparse.SUPPRESS)  # a child's part

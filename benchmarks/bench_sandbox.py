@@ -207,7 +207,7 @@ def measure_sandbox(cls, items, repeat: int, workers: int) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--per-program", type=int, default=5, help="tables per program")
     parser.add_argument("--repeat", type=int, default=20, help="sandbox passes over the workload")
     parser.add_argument("--workers", type=int, default=2)

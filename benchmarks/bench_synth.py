@@ -204,7 +204,7 @@ def _cases_dir(args, tmp: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--ref", default=DEFAULT_REF, help="git ref of the old way")
     p.add_argument("--cases", default="foofah", help="foofah, large (generated real-size tables) or a folder")

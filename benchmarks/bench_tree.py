@@ -92,7 +92,7 @@ def _program_line(code: str) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--ref", default=DEFAULT_REF, help="git ref of the old way")
     p.add_argument("--program-samples", type=int, default=3)

@@ -86,7 +86,7 @@ def write(out: Path, indices: range | None = None) -> tuple[int, list[str], list
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m cases.generate", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog="python -m cases.generate", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="library folder (default: cases/data)")
     ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on any difference")
     ap.add_argument("--cases", metavar="A-B", default=None,

@@ -22,7 +22,7 @@ __all__ = [
 _LAZY = {"run": "controller.pipeline", "analyze": "controller.pipeline", "RunConfig": "controller.config",
          "UsageError": "controller.checks", "ExperimentConfig": "controller.study.experiment",
          "LoraPolicyConfig": "controller.learn.lora", "BackendConfig": "tracegen.backends",
-         "RolloutConfig": "tracegen.rollout", "ConfigError": "common.errors"}
+         "RolloutConfig": "tracegen.rollout", "ConfigError": "tracegen.errors"}
 
 
 def __getattr__(name: str):

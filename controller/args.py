@@ -26,7 +26,7 @@ import sys
 import typing
 from pathlib import Path
 
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 
 
 @dataclasses.dataclass
@@ -177,7 +177,8 @@ class Parser(argparse.ArgumentParser):
     ``config_cls``: the config the flags fill in; its field paths are then config-file keys too."""
 
     def __init__(self, *a, flag_table: dict[str, Flag], config_cls=None, **kw):
-        super().__init__(*a, **kw)
+        # no prefix matching: `--max-repair 0` must not quietly mean `--max-repairs 0`
+        super().__init__(*a, allow_abbrev=False, **kw)
         self.flag_table = flag_table
         self.config_cls = config_cls
 

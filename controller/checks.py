@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from cases import SplitError, default_split_sizes, read_split_manifest
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 from tracegen.records import TraceFileError, read_traces
 
 from controller.config import SELECTION, backend_kind
@@ -179,6 +179,22 @@ def check_trace_file(cfg, tcfg: dict, log) -> tuple[frozenset[str], list | None]
     except OSError as err:  # e.g. a folder where the file should be
         raise UsageError(f"{path}: cannot read ({_why(err)})") from None
     return frozenset(), None
+
+
+def traced_cases(cfg, cases: list) -> list:
+    """The cases an analysis covers (taken from the records): all the run selected. An interrupted
+    run's file (fewer traced than the ``n_cases`` its run_config.json says were selected) is refused
+    unless ``allow_partial``, then its traced cases are analysed; an analysis under another selection
+    than the run's, or an older run's folder that keeps no selection, covers what is traced."""
+    conf = read_run_config(cfg) or {}
+    selected = (conf.get("trace_config") or {}).get("n_cases")
+    same = "selection" in conf and conf["selection"] == {k: getattr(cfg, k) for k in SELECTION
+                                                         if getattr(cfg, k) is not None}
+    if same and isinstance(selected, int) and len(cases) < selected and not cfg.allow_partial:
+        raise UsageError(f"{trace_path(cfg)}: {len(cases)} of the {selected} selected cases are traced (an "
+                         "interrupted run); finish it with `generate_traces` `resume`, or set `allow_partial` "
+                         "to analyse the traced ones")
+    return cases
 
 
 def _check_resumed_settings(cfg, path: Path, old: dict, tcfg: dict, log) -> None:

@@ -1,5 +1,13 @@
 """Generate tool-use traces, train controllers, and report accuracy and tool budget.
 
+Subcommands, each with its own --help (docs/compare.md, docs/sft.md, docs/import.md):
+
+    live-tool-dagger compare ROOT_A ROOT_B [--out DIR]   two runs on the same cases, B - A per policy
+    live-tool-dagger view [DIR] [--open]                 list the runs under DIR, index page runs.html
+    live-tool-dagger sft --data EXPORT [--out DIR]       train a coder on an SFT export (docs/sft.md)
+    live-tool-dagger import FILE.jsonl --root ROOT       model outputs recorded elsewhere (docs/import.md)
+    live-tool-dagger export --root ROOT FILE.jsonl       a run's traces in that format
+
 Offline default (built-in synthesizer, tiny local LoRA base; no GPU, network or weights):
 
     live-tool-dagger --generate-traces --train-lora
@@ -13,14 +21,6 @@ Full study with a real model (weights already on disk or in the local HF cache):
     live-tool-dagger --root runs/qwen35_4b --generate-traces --train-lora \\
         --train-shuffled-lora --backend vllm --model Qwen/Qwen3.5-4B --max-repairs 2 \\
         --dagger-iters 3 --cv-folds 5 --resume
-
-More subcommands, each with its own --help (docs/compare.md, docs/sft.md, docs/import.md):
-
-    live-tool-dagger compare ROOT_A ROOT_B [--out DIR]   two runs on the same cases, B - A per policy
-    live-tool-dagger view [DIR] [--open]                 list the runs under DIR, index page runs.html
-    live-tool-dagger sft --data EXPORT [--out DIR]       train a coder on an SFT export (docs/sft.md)
-    live-tool-dagger import FILE.jsonl --root ROOT       model outputs recorded elsewhere (docs/import.md)
-    live-tool-dagger export --root ROOT FILE.jsonl       a run's traces in that format
 
 `python scripts/run_live_tool_dagger.py` is the same command from a checkout.
 Outputs go to <root>/reports/ (final_summary.json, report.md, figures/, predictions/, viewer/index.html).
@@ -42,6 +42,8 @@ def package_version() -> str:
         return "unknown (not installed)"
 
 
+USAGE = "%(prog)s [FLAG ...]          a run: every flag is listed below with its default\n" \
+        "       %(prog)s SUBCOMMAND ...    one of the subcommands listed below"
 TITLES = {"": "run and splits", "backend": "backend (how the model attempts cases)",
           "rollout": "rollout and sandbox", "experiment": "controllers", "experiment.lora": "LoRA policy"}
 
@@ -59,8 +61,10 @@ def make_parser() -> argparse.ArgumentParser:
     from controller.config import RunConfig
 
     table = flag_table()
-    p = Parser(prog="live-tool-dagger", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter,
-               epilog=__doc__.split("\n\n", 1)[1], flag_table=table, config_cls=RunConfig)
+    doc = __doc__.split("\n\n")
+    # the subcommands before the ~60 lines of flags: a short usage, then the title and the subcommands
+    p = Parser(prog="live-tool-dagger", usage=USAGE, description="\n\n".join(doc[:3]), formatter_class=HelpFormatter,
+               epilog="\n\n".join(doc[3:]), flag_table=table, config_cls=RunConfig)
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     p.add_argument("--config", metavar="FILE", help="TOML file of settings, each by its field path ([rollout] "
                    "max_repairs = 1; a run's reports/config.toml holds them all) or, at the top level, by its flag "
@@ -82,7 +86,7 @@ def build_config(args):
     from controller.args import build, flag_of, values
     from controller.checks import UsageError
     from controller.config import RunConfig
-    from common.errors import ConfigError
+    from tracegen.errors import ConfigError
 
     table = flag_table()
     try:
@@ -112,8 +116,7 @@ def main(argv=None) -> int:
 
         return sft_main(words[1:])
     args = make_parser().parse_args(words)
-    from common.errors import ConfigError
-
+    from tracegen.errors import ConfigError
 
     def _term(signum, frame):
         raise KeyboardInterrupt
@@ -135,6 +138,10 @@ def main(argv=None) -> int:
         print("interrupted: finished records are kept; rerun with --resume to continue", file=sys.stderr)
         return 130
     print_table(summary)
+    if summary.get("logprobs_unavailable"):
+        from controller.report.markdown import logprobs_line
+
+        print(f"\nwarning: {logprobs_line(summary['logprobs_unavailable'])}", file=sys.stderr)
     if held_back is not None and held_back.line():
         print(held_back.line(), file=sys.stderr)
     print(f"\ntotal {summary['timing']['total_s']:.1f}s; report: {Path(args.root) / 'reports' / 'report.md'}")

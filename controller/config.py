@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tracegen.backends import BackendConfig, available_backends, backend_class
 from tracegen.conversations import prompt_digest
-from common.errors import ConfigError, check
+from tracegen.errors import ConfigError, check
 from tracegen.rollout import RolloutConfig
 
 from controller.learn.lora import LoraPolicyConfig
@@ -39,6 +39,9 @@ class RunConfig:
     generate_traces: bool = _f(False, "trace the cases with the backend (else reuse the trace file)")
     resume: bool = _f(False, "continue an existing trace file, skipping cases already in it")
     force: bool = _f(False, "with --resume: continue even if trace-changing settings differ")
+    allow_partial: bool = _f(False, "analyse a trace file that holds only some of the selected cases (an "
+                                    "interrupted run), on the traced ones (default: refused; --generate-traces "
+                                    "--resume finishes it)")
     tag: str | None = _f(None, "name the trace file fresh_traces_TAG.jsonl (and its run_config_TAG.json; "
                                  "default: none, fresh_traces.jsonl)")
     limit_total: int | None = _f(None, "trace at most N cases (dealt round-robin over families; default: "

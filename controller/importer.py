@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 
 SUBCOMMANDS = ("import", "export")
 

@@ -14,19 +14,20 @@ from pathlib import Path
 
 from cases import CaseError, SplitError, load_case_set, make_splits, probe_cases, split_manifest
 from tracegen.backends import PartialGeneration, Unanswerable, backend_class
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 from tracegen.records import (TraceFileError, assign_splits, case_of_record, read_traces, repair_torn_tail,
                               upgrade_record)
 
 from controller.args import config_text
 from controller.checks import (UsageError, check_flags, check_study, check_trace_file, manifest_splits, policy_model,
-                               read_run_config, split_sizes, traces_started_utc)
+                               read_run_config, split_sizes, traced_cases, traces_started_utc)
 from controller.config import RunConfig, select_cases, selection, trace_config
 from controller.env.traceenv import max_repairs
 from controller.report.outputs import atomic_write_json, atomic_write_text
 from controller.run_folder import reports_dir, run_config_path, run_settings, set_previous_run_aside, trace_path, write_outputs
 from controller.study.experiment import ExperimentConfig, run_experiment
 from controller.warm import TRACING_NICE, import_plotting, warm_imports
+
 
 def run(cfg: RunConfig, log=print) -> dict:
     t0 = time.monotonic()
@@ -51,7 +52,7 @@ def run(cfg: RunConfig, log=print) -> dict:
         done, records = check_trace_file(cfg, tcfg, log)
         if records is not None:
             all_cases = [case_of_record(r) for r in records]
-            cases = select_cases(all_cases, cfg.cases_per_family, cfg.limit_total)
+            cases = traced_cases(cfg, select_cases(all_cases, cfg.cases_per_family, cfg.limit_total))
         if records is not None:  # the repair budget the traces were made with, not this config's
             check_study(cfg.experiment, max_repairs(records))
         split = None
@@ -63,7 +64,7 @@ def run(cfg: RunConfig, log=print) -> dict:
             split_sizes(cfg, {c.family for c in cases}, of={c.family for c in all_cases})
         if cfg.generate_traces:
             warn_undecidable(cfg.experiment, cases, log)
-            backend = _open_backend(cfg, [c.case_id for c in cases if c.case_id not in done])
+            backend = _open_backend(cfg, [c.case_id for c in cases if c.case_id not in done], log)
         set_previous_run_aside(cfg, log)  # every check passed: from here on this run writes
         atomic_write_text(reports_dir(cfg) / "config.toml", config_text(given))
         return _run_checked(cfg, cases, tcfg, done, records, backend, t0, log, worker,
@@ -155,16 +156,22 @@ def _traced_selection(cfg: RunConfig, log) -> RunConfig:
     return replace(cfg, **kept) if kept else cfg
 
 
-def _open_backend(cfg: RunConfig, to_trace=()):
+def _open_backend(cfg: RunConfig, to_trace=(), log=print):
     """Build the backend (loading a model, checking an endpoint) and check that it can trace the
-    cases ``to_trace`` before anything is written."""
+    cases ``to_trace`` before anything is written. Loading a model is named, with its time: it can
+    take minutes before the first token."""
     from tracegen.backends import get_backend
     from tracegen.backends.cache import maybe_cached
 
     kind = backend_class(cfg.backend.name)
     try:
         kind.preflight(cfg.backend)
+        t = time.monotonic()
+        if kind.loads_model:
+            log(f"loading model {cfg.backend.model} ({cfg.backend.name} backend) ...")
         backend = get_backend(cfg.backend)
+        if kind.loads_model:
+            log(f"model loaded in {time.monotonic() - t:.1f}s")
     except ConfigError as err:  # a field the backend cannot work with
         raise err.within("backend") from None
     except (ValueError, OSError, ImportError) as err:
@@ -311,6 +318,11 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, t0, log, w
         if own_worker and worker is not None:
             worker.close()
     summary["split_method"] = {"method": split_info["method"], "probe_case_ids": sorted(probes)}
+    from tracegen.backends.logprobs import unavailable_in
+
+    missing = unavailable_in(records)
+    if missing:  # e.g. a server that ignores the logprobs field: said in the report and at the end
+        summary["logprobs_unavailable"] = missing
     if summary.get("study"):  # pre-registered only if the study file was committed before the traces started
         from controller.study.deviations import settle_rerun
         from controller.study.provenance import registration

@@ -35,7 +35,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from common.errors import ConfigError, check
+from tracegen.errors import ConfigError, check
 
 
 def _f(default, help: str, **meta):
@@ -342,6 +342,8 @@ def train(cfg: SftConfig) -> dict:
                "eval_loss": _last_eval(trainer.state.log_history),
                "best_eval_loss": None if trainer.state.best_metric is None else round(trainer.state.best_metric, 4),
                "best_checkpoint": trainer.state.best_model_checkpoint}
+    if torch.cuda.is_available() and str(next(final.parameters()).device).startswith("cuda"):
+        summary["peak_cuda_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
     (out / "sft_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 

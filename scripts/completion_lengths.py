@@ -35,7 +35,7 @@ def lengths(path: Path, tok) -> dict[str, list[int]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--data", required=True, help="export folder holding train.jsonl (and dev.jsonl)")
     ap.add_argument("--model", default="smollm2", help="tokenizer: a packaged name or a model folder")

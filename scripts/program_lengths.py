@@ -31,7 +31,7 @@ def _summary(values: list[int]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="library", help="case set or folder (default: library)")
     ap.add_argument("--model", default="smollm2", help="tokenizer: a packaged name or a model folder")
     ap.add_argument("--nodes", type=int, default=100, help="search nodes per case (default: 100, the write budget)")

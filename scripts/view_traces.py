@@ -53,7 +53,7 @@ def measure(page: Path, runs: int) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("root", nargs="?", default=".", help="run root (or its reports/ folder) (default: the current directory, like live-tool-dagger --root)")
     p.add_argument("--measure", type=_positive, default=0, metavar="N",
                    help="after building, load the page N times in a system Chromium and print its size and load time "

@@ -43,7 +43,7 @@ def answer(body: dict) -> tuple[str, int, int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--delay", type=float, default=0.0, help="seconds per chat completion")
     ap.add_argument("--model", default="stub")

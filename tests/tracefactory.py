@@ -76,13 +76,14 @@ class ScriptedPolicy:
 
 
 def foofah_one_per_family() -> list[dict]:
-    """The first committed Foofah trace record of every family (results/foofah/fresh_traces.jsonl)."""
+    """The first committed Foofah trace record of every family (results/foofah/fresh_traces.jsonl.gz)."""
+    import gzip
     import json
     from pathlib import Path
 
     seen, out = set(), []
-    path = Path(__file__).resolve().parents[1] / "results" / "foofah" / "fresh_traces.jsonl"
-    for line in path.read_text().splitlines():
+    path = Path(__file__).resolve().parents[1] / "results" / "foofah" / "fresh_traces.jsonl.gz"
+    for line in gzip.decompress(path.read_bytes()).decode().splitlines():
         r = json.loads(line) if line.strip() else None
         if r and r["family"] not in seen:
             seen.add(r["family"])

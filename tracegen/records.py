@@ -203,6 +203,10 @@ def read_traces(path: str | Path, *, validate: bool = True, warn=print) -> list[
     if not path.exists():
         return []
     raw = path.read_bytes()
+    if path.suffix == ".gz":  # a committed study's traces (scripts/slim_study.py)
+        import gzip
+
+        raw = gzip.decompress(raw)
     lines = raw.split(b"\n")
     records = []
     for i, line in enumerate(lines):

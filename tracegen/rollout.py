@@ -52,7 +52,7 @@ from cases import Case, values_equal
 
 from .backends import Backend, GenerationRequest, Task
 from .conversations import prompt_digest, prompt_digest_of, round_feedback, round_messages
-from common.errors import check
+from .errors import check
 from .grading import hidden_block
 from .held_outputs import Outputs as _Outputs, Stored as _Stored, loaded as _loaded
 from .parse_values import parse_answer

@@ -18,7 +18,7 @@ kernels without ``flash-linear-attention`` / ``causal-conv1d``) are printed, not
 recorded in the JSON with which of those packages were importable.
 
     python benchmarks/gpu/bench_gpu.py --tiny --device cpu     # smoke test of the whole script
-    bash benchmarks/gpu/bench_gpu.sh                           # the real measurement (GPU)
+    python benchmarks/gpu/bench_gpu.py --device cuda           # on a GPU (vLLM when installed)
 """
 from __future__ import annotations
 
@@ -199,7 +199,7 @@ def run_vllm(folder: Path, ids: list[list[int]], args, base_tps: float) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--config", default=str(HERE / "qwen3_5_4b_config.json"), help="model config.json to build")
     ap.add_argument("--tiny", action="store_true", help="shrink the architecture (CPU smoke test)")
     ap.add_argument("--work-dir", default="/tmp/bench_gpu_model", help="where the model folder is written")

@@ -13,7 +13,7 @@ the same prompts (repair prompts would depend on each model's random output). Th
 generations and generated tokens per second of generation time (the records' ``gen_ms``), next
 to each run's wall time; the table ends the output and ``pipeline_gpu.json`` keeps it all.
 
-    bash benchmarks/gpu/bench_gpu.sh --pipeline            # on the GPU machine (installs vLLM)
+    python benchmarks/gpu/pipeline_gpu.py                  # on a GPU machine with vLLM installed
     python benchmarks/gpu/pipeline_gpu.py --dry-run        # CPU: tiny model, hf run real, vLLM runs planned
 """
 from __future__ import annotations
@@ -143,7 +143,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--dry-run", action="store_true", help="CPU: tiny model, the hf run for real, vLLM runs "
                     "checked and printed but not started")
     ap.add_argument("--config", default=str(HERE / "qwen3_5_4b_config.json"))

@@ -204,7 +204,7 @@ def write_cases(out_dir: Path, n: int = 40, seed: int = 0) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     p.add_argument("out_dir")
     p.add_argument("--n", type=int, default=40, help="number of cases (default 40)")
     p.add_argument("--seed", type=int, default=0)

@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from common.errors import check
+from tracegen.errors import check
 
 from controller.learn.lora_scoring import (ACTIONS, action_token_ids, ensure_pad_token,
                                      render_tokens_estimate, resolve_score_mode, score_actions)

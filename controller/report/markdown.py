@@ -51,6 +51,12 @@ def run_info(summary: Mapping) -> dict:
             "cases": cfg.get("cases")}
 
 
+def logprobs_line(missing: Mapping) -> str:
+    """The one line that says a run's generations have no log-probabilities (the report, the console)."""
+    return (f"log-probabilities unavailable in {missing['generations']} of {missing['of']} generations "
+            f"({'; '.join(missing['reasons'])}): no controller reads a confidence")
+
+
 def _summary(s: Mapping) -> list[str]:
     info = run_info(s)
     na = "n/a"
@@ -73,6 +79,8 @@ def _summary(s: Mapping) -> list[str]:
         d = tasks["declined"]
         out.append(f"- tasks: {kinds} (public examples: {ex}); declined by the backend: {d['direct']} of "
                    f"{d['of_direct']} direct answers, {d['rounds']} of {d['of_rounds']} program rounds")
+    if s.get("logprobs_unavailable"):
+        out.append(f"- {logprobs_line(s['logprobs_unavailable'])}")
     versions = {k: v for k, v in (s.get("versions") or {}).items() if v is not None}
     if versions:
         out.append("- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())))

@@ -183,7 +183,7 @@ def coder_summaries(root: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m controller.report.readme",
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog="python -m controller.report.readme",
                                  description="Render README's Results blocks and docs/results.md's from the committed "
                                              "studies' summaries.",
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)

@@ -48,8 +48,15 @@ class Run:
 
 
 def read_text(path: Path) -> str:
-    """The file's text; a missing or unreadable file raises ``RunFilesError`` naming it."""
+    """The file's text; a missing or unreadable file raises ``RunFilesError`` naming it. A file
+    missing as ``path`` but present gzipped (``path.gz``: a committed study, ``scripts/slim_study.py``)
+    is read from that."""
+    gz = path.with_name(path.name + ".gz")
     try:
+        if not path.exists() and gz.is_file():
+            import gzip
+
+            return gzip.decompress(gz.read_bytes()).decode("utf-8")
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RunFilesError(f"{path}: no such file") from None

@@ -354,10 +354,14 @@ def load_run(reports_dir: str | Path) -> tuple[dict, list[dict], dict[str, list[
         assign_splits(records, manifest.get("split_families") or {}, manifest.get("probe_case_ids") or (),
                       trace_file=tpath, manifest=mpath, check=False)
     outcomes = {}
-    for p in sorted((reports_dir / "predictions").glob("*.jsonl")):
+    # a committed study keeps them gzipped (scripts/slim_study.py): policy.jsonl or policy.jsonl.gz
+    for p in sorted((reports_dir / "predictions").glob("*.jsonl*")):
+        if not p.name.endswith((".jsonl", ".jsonl.gz")):
+            continue
         try:
-            outcomes[p.stem] = [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            text = gzip.decompress(p.read_bytes()).decode() if p.suffix == ".gz" else p.read_text()
+            outcomes[p.name.split(".jsonl")[0]] = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except (UnicodeDecodeError, json.JSONDecodeError, gzip.BadGzipFile, EOFError):
             raise ViewerInputError(f"{p}: not valid JSON lines") from None
     return summary, records, outcomes
 

@@ -21,7 +21,7 @@ from typing import Callable
 
 from tracegen.grading import program_right
 
-from common.errors import check
+from tracegen.errors import check
 
 from controller.env.confidence import records_for_learners
 from controller.env.cost import cost_kinds, cost_units, unit

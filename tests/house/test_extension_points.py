@@ -23,6 +23,7 @@ caches generations), its ``check_config`` refuses a setting before anything is w
 """
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 from pathlib import Path
@@ -49,13 +50,13 @@ def fake_unit():
 
 
 def _records(n: int = 12) -> list[dict]:
-    lines = (ROOT / "results" / "foofah" / "fresh_traces.jsonl").read_text().splitlines()
+    lines = gzip.decompress((ROOT / "results" / "foofah" / "fresh_traces.jsonl.gz").read_bytes()).decode().splitlines()
     return [json.loads(line) for line in itertools.islice((x for x in lines if x.strip()), n)]
 
 
 def test_a_cost_unit_is_validated_from_its_entry(fake_unit, capsys):
     from controller import cli
-    from common.errors import ConfigError
+    from tracegen.errors import ConfigError
     from controller.study.experiment import ExperimentConfig
 
     cfg = cli.build_config(cli.make_parser().parse_args(["--cost", "fakes"]))
@@ -122,7 +123,7 @@ class FakeBackend(Backend):
 
     @classmethod
     def check_config(cls, config):
-        from common.errors import ConfigError
+        from tracegen.errors import ConfigError
 
         if config.temperature > 1:
             raise ConfigError("--temperature: the fake backend samples at 1 at most", field="temperature")

@@ -10,9 +10,9 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("cases", "common", "sandbox", "tracegen", "controller")
+PACKAGES = ("cases", "sandbox", "tracegen", "controller")
 # rank of each room: a module may import a module of equal or lower rank only
-RANKS = {"cases": 0, "common": 0, "sandbox": 0, "tracegen": 1, "controller.env": 2, "controller.learn": 3,
+RANKS = {"cases": 0, "sandbox": 0, "tracegen": 1, "controller.env": 2, "controller.learn": 3,
          "controller.study": 4, "controller.report": 5, "controller": 6}
 
 

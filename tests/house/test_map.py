@@ -23,7 +23,7 @@ def test_the_map_names_the_rooms_of_the_import_rule_in_order():
 
 
 def test_every_file_the_map_names_exists():
-    named = set(re.findall(r"`((?:cases|common|sandbox|tracegen|controller|tests|studies|benchmarks|scripts)/[\w/.]+)`",
+    named = set(re.findall(r"`((?:cases|sandbox|tracegen|controller|tests|studies|benchmarks|scripts)/[\w/.]+)`",
                            _section()))
     assert named, "the map names no file"
     missing = sorted(p for p in named if not (ROOT / p).exists())

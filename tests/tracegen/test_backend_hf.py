@@ -253,3 +253,18 @@ def test_thinking_opened_by_the_template_and_cut_off_is_never_an_answer(models):
     c = b.generate(_requests(2)[1:])[0]
     assert c.finish_reason == "length" and c.text.startswith("<think>\n")
     assert parse_code(c.text).status == "truncated_thinking" and parse_code(c.text).value is None
+
+
+def test_a_run_names_model_loading_and_its_time(models, tmp_path):
+    """The first token of a large model can come minutes after the start: the run says it is
+    loading the model, and how long that took, before the tracing starts."""
+    import re
+
+    from controller.config import RunConfig
+    from controller.pipeline import _open_backend
+
+    lines = []
+    cfg = RunConfig(root=str(tmp_path), backend=BackendConfig(name="hf", model=models["llama"], cache_dir=None))
+    _open_backend(cfg, [], log=lines.append).close()
+    assert lines[0] == f"loading model {models['llama']} (hf backend) ..."
+    assert re.fullmatch(r"model loaded in \d+\.\ds", lines[1]), lines

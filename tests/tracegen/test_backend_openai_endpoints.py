@@ -176,3 +176,20 @@ def test_all_endpoints_down_is_a_clear_error_and_keeps_finishedrun_records(cases
     assert 2 <= len(kept) < 16 and len({r["case_id"] for r in kept}) == len(kept)
     assert kept == reference[:len(kept)]  # finished records are whole and right
     assert not (root / "reports" / "final_summary.json").exists()
+
+
+@pytest.mark.slow
+def test_a_server_without_logprobs_is_named_at_the_start_in_the_summary_and_the_report(stubs, cases, tmp_path):
+    """The stub, like transformers serve, answers without log-probabilities: one line says so at
+    the first answer, and the summary, report.md and the run's last lines say it again."""
+    root = tmp_path / "nolp"
+    r = subprocess.run(_args(root, cases, [stubs[0].url]), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    said = [l for l in r.stderr.splitlines() if "gives no log-probabilities" in l]
+    assert len(said) == 1 and stubs[0].url in said[0], r.stderr[-2000:]
+    summary = json.loads((root / "reports" / "final_summary.json").read_text())
+    missing = summary["logprobs_unavailable"]
+    assert missing["generations"] == missing["of"] > 16 and missing["reasons"] == ["the server answered without logprobs"]
+    line = f"log-probabilities unavailable in {missing['generations']} of {missing['of']} generations"
+    assert line in (root / "reports" / "report.md").read_text()
+    assert line in r.stderr.strip().splitlines()[-1]

@@ -5,7 +5,9 @@ Slow (the server's start and its one-at-a-time decoding); needs the ``[serve]`` 
 (``pip install -e ".[serve]"``), skipped without it.
 """
 import importlib.util
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -42,8 +44,9 @@ def served(tmp_path_factory):
     folder = _noisy_copy(build_tiny_model(str(root / "llama"), arch="llama"), root / "llama_noisy")
     port = _free_port()
     log = open(root / "serve.log", "w")
+    # a session of its own, as docs/models.md starts it: stopping the group stops whatever it started
     proc = subprocess.Popen([*cmd, "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                            env={**__import__("os").environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
+                            env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}, start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 300  # a loaded 2-core machine imports slowly
@@ -58,12 +61,37 @@ def served(tmp_path_factory):
                 time.sleep(0.5)
         yield url, folder
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop_group(proc)
         log.close()
+    assert not _group_alive(proc.pid), "a process of the server's group outlived it"
+    with pytest.raises(ConnectionRefusedError):  # nothing is left listening on the port
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _stop_group(proc) -> None:
+    """SIGTERM to the server's whole process group, then SIGKILL to what is left after 20 s."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        pass
+    deadline = time.monotonic() + 20
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if _group_alive(proc.pid):
+        os.killpg(proc.pid, signal.SIGKILL)
+        time.sleep(0.5)
 
 
 def test_greedy_outputs_equal_the_hf_backend_and_top_k_is_refused_before_the_run(served):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib
 
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 
 from .base import (Backend, BackendConfig, Completion, Feedback, GenerationRequest, PartialGeneration, Task,
                    Unanswerable)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Literal
 
 from cases import Example
 from cases.case import OneExampleViews
-from common.errors import ConfigError, check
+from tracegen.errors import ConfigError, check
 
 Table = list[list[str]]
 RequestKind = Literal["direct", "write", "fix"]
@@ -251,6 +251,7 @@ class Backend(ABC):
     # capabilities the pipeline asks (it never names a backend):
     deterministic: bool = False  # same requests, same completions; K > 1 samples differ even at temperature 0
     caches_generations: bool = True  # completions kept in the generation cache (reports/cache/generations)
+    loads_model: bool = False  # opening it loads weights (minutes for a large model): the run names that stage
     # the headroom probe's own kind (it traces with the synthesizer): the run's backend then
     # answers the probe, so the probe's direct answers and first programs are made once
     shares_probe: bool = False

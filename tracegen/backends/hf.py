@@ -42,11 +42,12 @@ from tracegen.models import check_hub_model, resolve_model
 from ._tokens import default_top_k, folder_identity, load_model, opens_thinking, render_chat, split_completion
 from .base import Backend, BackendConfig, Completion, GenerationRequest
 from .logprobs import logprob_stats
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 
 
 class HFBackend(Backend):
     name = "hf"
+    loads_model = True
 
     @classmethod
     def preflight(cls, config: BackendConfig) -> None:

@@ -22,7 +22,7 @@ with it when the file gives them; timing only when it gives ``gen_ms``.
 from __future__ import annotations
 
 from .base import Backend, BackendConfig, Completion, GenerationRequest
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 from tracegen.importfile import NOT_RECORDED, UNKNOWN_MODEL
 
 

@@ -38,3 +38,15 @@ def recorded(part: dict | None) -> dict | None:
     """A generation's statistics when it has them (``mean`` set), else None (absent or unavailable)."""
     lp = (part or {}).get("logprobs")
     return lp if isinstance(lp, dict) and lp.get("mean") is not None else None
+
+
+def unavailable_in(records: list[dict]) -> dict | None:
+    """How many of the records' generations say their log-probabilities are ``unavailable``, of how
+    many, and why (None: none says so): a run's summary and report name it."""
+    parts = [p for r in records for p in [r.get("direct"), *r.get("rounds", [])] if isinstance(p, dict)]
+    reasons = sorted({p["logprobs"]["unavailable"] for p in parts
+                      if isinstance(p.get("logprobs"), dict) and "unavailable" in p["logprobs"]})
+    if not reasons:
+        return None
+    n = sum(1 for p in parts if isinstance(p.get("logprobs"), dict) and "unavailable" in p["logprobs"])
+    return {"generations": n, "of": len(parts), "reasons": reasons}

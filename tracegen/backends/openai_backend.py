@@ -59,7 +59,7 @@ from pathlib import Path
 
 from .base import Backend, BackendConfig, Completion, GenerationRequest, PartialGeneration
 from .logprobs import logprob_stats, unavailable
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
@@ -235,6 +235,7 @@ class OpenAIBackend(Backend):
         self._served: dict = {}
         self._wall_s = 0.0
         self._logprobs_refused: str | None = None  # why the server would not take ``logprobs``
+        self._logprobs_said = False  # the line that the server gives none is printed once, at the first answer
         self._check_models()
         if config.top_k is not None:
             self._check_top_k()
@@ -420,6 +421,10 @@ class OpenAIBackend(Backend):
         answer.latency_ms = (time.perf_counter() - t0) * 1000.0
         if answer.logprobs is None:
             answer.logprobs = unavailable(self._logprobs_refused or "the server answered without logprobs", "openai")
+            if not self._logprobs_said:
+                self._logprobs_said = True
+                print(f"warning: {ep.url} gives no log-probabilities ({answer.logprobs['unavailable']}): every "
+                      "record's logprobs say unavailable, and no controller reads a confidence", file=sys.stderr)
         return answer
 
     def generate(self, requests: list[GenerationRequest]) -> list[Completion]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from .base import Backend, BackendConfig, Completion, GenerationRequest, Unanswerable
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 
 Key = tuple[str, str, int, int]  # (case_id, kind, round, sample)
 

@@ -48,7 +48,7 @@ from tracegen.models import resolve_model
 from ._tokens import folder_identity, opens_thinking
 from .logprobs import logprob_stats
 from .base import Backend, BackendConfig, Completion, GenerationRequest
-from common.errors import ConfigError
+from tracegen.errors import ConfigError
 
 
 def _token_logprobs(gen) -> dict | None:
@@ -78,6 +78,7 @@ def _import_vllm():
 
 class VLLMBackend(Backend):
     name = "vllm"
+    loads_model = True
 
     def __init__(self, config: BackendConfig):
         super().__init__(config)

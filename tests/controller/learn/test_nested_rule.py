@@ -136,7 +136,7 @@ def test_the_choice_is_deterministic_for_a_seed():
 def test_inner_folds_and_the_config():
     from controller.learn.nested_rule import inner_folds
     from controller.study.experiment import ExperimentConfig
-    from common.errors import ConfigError
+    from tracegen.errors import ConfigError
 
     recs = _records()
     assert inner_folds(recs, 4, 0) == inner_folds(list(reversed(recs)), 4, 0)  # family names and seed only

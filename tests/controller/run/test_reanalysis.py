@@ -99,3 +99,24 @@ def test_reanalysis_reads_no_case_file(smoke, tmp_path):
     assert predictions(moved) == predictions(root)
     summary = json.loads((moved / "reports" / "final_summary.json").read_text())
     assert summary["config"]["case_set"] == f"dir:{cases}" and summary["traces"]["backend"] == "synth"
+
+
+def test_an_interrupted_run_is_not_analysed_as_if_whole(smoke, tmp_path):
+    """5 of the 6 selected cases traced and a torn last line: refused in one line (how many, how to
+    finish, how to analyse it anyway), nothing moved aside; --allow-partial analyses the 5."""
+    root, cases = smoke
+    part = tmp_path / "part"
+    (part / "reports").mkdir(parents=True)
+    for name in ("split_manifest.json", "run_config.json"):
+        (part / "reports" / name).write_bytes((root / "reports" / name).read_bytes())
+    lines = (root / "reports" / "fresh_traces.jsonl").read_bytes().splitlines(keepends=True)
+    (part / "reports" / "fresh_traces.jsonl").write_bytes(b"".join(lines[:5]) + lines[5][:40])
+    r = cli("--root", str(part), "--cases", str(cases), "--no-progress")
+    assert r.returncode == 2, r.stderr[-3000:]
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "5 of the 6 selected cases are traced" in err and "--resume" in err and "--allow-partial" in err, err
+    assert not asides(part) and not (part / "reports" / "final_summary.json").exists()
+    r = cli("--root", str(part), "--cases", str(cases), "--no-progress", "--allow-partial")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads((part / "reports" / "final_summary.json").read_text())["n_records"] == 5

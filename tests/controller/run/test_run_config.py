@@ -58,7 +58,7 @@ def test_a_run_of_a_config_copied_to_another_root_works_there(tmp_path, monkeypa
 def _odd_config() -> RunConfig:
     """A config with no field at its default (where the checks allow), and fields no flag sets."""
     return RunConfig(
-        root="/r o/ot", cases="library", generate_traces=True, resume=True, force=True, tag="t1", limit_total=7,
+        root="/r o/ot", cases="library", generate_traces=True, resume=True, force=True, allow_partial=True, tag="t1", limit_total=7,
         cases_per_family=2, progress=False, export_sft=True, sft_max_tokens=512, sft_splits="all", split_seed=4,
         test_families=2, dev_families=1, split_manifest="m.json", headroom_probe=True, workers=3,
         backend=BackendConfig(name="vllm", model='q"uote\\d', temperature=0.7, top_p=0.9, top_k=5, seed=11,

@@ -150,7 +150,7 @@ def test_seed_table_marks_only_identical_action_sequences_deterministic():
 
 def test_split_seeds_need_cv(tmp_path):
     from controller.pipeline import RunConfig, check_flags
-    from common.errors import ConfigError
+    from tracegen.errors import ConfigError
 
     with pytest.raises(ConfigError, match="split_seeds"):
         check_flags(RunConfig(experiment=ExperimentConfig(split_seeds=3)))

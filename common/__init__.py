@@ -1,1 +1,0 @@
-"""What every package may import: ``ConfigError`` (``common/errors.py``)."""
