@@ -86,6 +86,40 @@ def preload() -> None:
             pass
 
 
+# What a worker with a numpy runtime runs once in a probe child with every protection (numpy must
+# work confined: a seccomp filter or limit that breaks it fails the start, it is never dropped)
+# and once itself (its lazy set-up happens here, not in every child).
+NUMPY_SELF_TEST = """
+import numpy
+def transform(x):
+    a = numpy.arange(1, 5).reshape(2, 2)
+    b = numpy.rot90(numpy.pad(a, 1), 1)
+    v, n = numpy.unique(b, return_counts=True)
+    m = numpy.linalg.inv(numpy.eye(3) * 2) @ numpy.ones(3)
+    return [[str(int(b.sum())), str(len(v)), str(float(m[0])), str(numpy.argwhere(b).shape)]]
+"""
+
+
+def load_runtime(runtime: dict) -> None:
+    """Import the runtime's optional packages (found in its ``paths``; the worker runs without
+    ``site``) with their thread pools pinned to one thread, and hand them to ``_child``. The
+    worker must stay single-threaded (namespaces, fork): more than one thread fails the start."""
+    import sys
+    os.environ.update(runtime["thread_env"])
+    sys.path.extend(runtime["paths"])
+    for name in runtime["modules"]:
+        __import__(name)
+        for sub in policy.OPTIONAL_PRELOAD[name]:
+            __import__(sub)
+    for name in runtime["thread_env"]:  # read once, at load: the programs see none of them
+        os.environ.pop(name, None)
+    with open("/proc/self/status", "rb") as fh:
+        threads = int(fh.read().split(b"Threads:")[1].split()[0])
+    if threads != 1:
+        raise RuntimeError(f"loading {', '.join(runtime['modules'])} started {threads - 1} threads")
+    _child.set_runtime(runtime)
+
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -96,15 +130,15 @@ def _vm_status(statm_fd: int) -> tuple[int, int]:
     return int(size) * PAGE, int(resident) * PAGE
 
 
-def probe(plan: dict) -> tuple[dict, str]:
-    """Fork a child that applies every protection and runs the self-test program."""
+def probe(plan: dict, program: str = SELF_TEST, limits: dict = SELF_TEST_LIMITS) -> tuple[dict, str]:
+    """Fork a child that applies every protection and runs a self-test program."""
     r, tr = child_fds(plan)
     pid = os.fork()
     if pid == 0:
         try:
             report: dict = {}
             _child.confine(dict(plan, required={}), report)
-            error, payload = _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS)
+            error, payload = _child.execute(program.encode(), b'[["a","b"]]', limits)
             report["self_test"] = error or ""
             report["self_test_message"] = "" if error is None else payload.decode()
             _wire.write_all(3, json.dumps(report).encode())
@@ -145,6 +179,11 @@ def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_f
     if fprog is None:
         report["notes"].append("seccomp: no syscall table for this machine")
     plan["required"] = {name: True for name, ok in steps.items() if ok}
+    if _child.NUMPY is not None:  # every protection that held above must hold numpy too
+        _, failure = probe(dict(plan, required=dict(plan["required"])), NUMPY_SELF_TEST,
+                           SELF_TEST_LIMITS)
+        if failure:
+            raise RuntimeError(f"sandbox runtime self-test failed: {failure}")
     for name in ("drop_uid", "seccomp"):
         steps.setdefault(name, False)
     report.update(steps)
@@ -160,6 +199,9 @@ def warm_up(plan: dict) -> None:
     caches) happens once in the worker instead of in every child."""
     _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS, plan["ast_check"])
     _child.execute(b"import socket\n", b"[]", SELF_TEST_LIMITS, True)  # the slow check path
+    if _child.NUMPY is not None:
+        _child.execute(NUMPY_SELF_TEST.encode(), b"[[1,2],[3,4]]", SELF_TEST_LIMITS,
+                       plan["ast_check"])
     _child.PROGRAM.__dict__.clear()
     resource.getrlimit(resource.RLIMIT_AS)
     try:
@@ -601,8 +643,17 @@ def main(options: dict) -> None:
     devnull = os.open("/dev/null", os.O_RDWR)  # lands on fd 0, freed just above
     os.dup2(devnull, 1)
     preload()
+    runtime = options.get("runtime")
+    if runtime:
+        try:
+            load_runtime(runtime)
+        except Exception as exc:  # tell the parent why, then give up
+            why = f"sandbox runtime: {type(exc).__name__}: {exc}".encode()
+            _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.ERR, _wire.CODE["crash"], 0, 0,
+                                                      len(why)) + why)
+            os._exit(1)
     os.times = _child.times  # the times() call tells the host's uptime: seccomp refuses it
-    paths = _scrub.needles(_scrub.host_paths())
+    paths = _scrub.needles(_scrub.host_paths(runtime["paths"] if runtime else ()))
     _scrub.hide_host_paths()
     report: dict = {"fresh_process_per_run": True, "closed_fds": True,
                     "cleared_env": set(os.environ) <= {"LC_CTYPE"},  # set by Python itself
