@@ -9,7 +9,9 @@ the check switched off to show that.
 Accepted import spellings: ``import M``, ``import M.sub``, ``import M as x``, ``import M.sub as
 x``, ``from M import name``, ``from M.sub import name as x`` for an allowed ``M`` (or submodule
 such as ``urllib.parse``), ``from PKG import sub`` when ``PKG.sub`` is allowed (``from urllib
-import parse``), and ``from __future__ import ...`` anywhere.
+import parse``), and ``from __future__ import ...`` anywhere. In a worker whose sandbox asked for an
+optional package (``sandbox.Runtime``; ``allow_optional``), that package too, less its refused
+parts (``OPTIONAL_REFUSED``: as an import, ``from numpy import ctypeslib``, or ``np.ctypeslib``).
 Covered: imports outside ``ALLOWED_MODULES`` (including relative ones), calls to the builtins
 that reach the file system, the interpreter or the caller's scope (``open``, ``exec``, ``eval``,
 ``__import__`` ...), and the dunder and frame attributes used to climb out of Python-level
