@@ -433,7 +433,7 @@ def classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss) -> tu
         return "timeout", (f"transform used more than {timeout_s:g} s of CPU time "
                            "(look for an infinite loop or very slow code)")
     if outcome == "blocked":
-        return "timeout", (f"transform was blocked: it waited {timeout_s:g} s without running "
+        return "blocked", (f"transform was blocked: it waited {timeout_s:g} s without running "
                            "(look for sleeping, or waiting for input that never comes)")
     if outcome == "wall_timeout":
         factor = WALL_FACTOR if plan.get("proc_fd") is not None else BACKSTOP_FACTOR
