@@ -507,7 +507,6 @@ def main(req_fd: int, code_len: int, table_len: int, plan: dict, kind: int = 0,
             body += rest
         os.write(4, _READ)
         confine(plan)
-        random.seed(0)  # after fork ``random`` reseeds from urandom; runs should repeat exactly
         entry = body[:entry_len].decode("ascii") if entry_len else _wire.ENTRY
         body = body[entry_len:]
         error, payload = execute(body[:code_len], body[code_len:], plan["limits"],

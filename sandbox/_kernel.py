@@ -55,6 +55,31 @@ def libc():
     return _LIBC
 
 
+def bare_fork():
+    """``fork()`` without Python's after-fork work, for a single-threaded process that forks
+    often: returns a function that forks and returns the pid (0 in the child).
+
+    ``os.fork`` runs ``PyOS_AfterFork_Child`` in the child: it re-creates the runtime's locks for
+    threads that no longer exist and runs the ``register_at_fork`` hooks (``random`` reseeds from
+    urandom, ``threading`` rebuilds its thread table). In a process with one thread nothing
+    needs re-creating, and that work writes to a few hundred pages the child otherwise shares
+    with its parent: half of a small run's cost on a virtual machine (measured: 1.15 ms for
+    ``os.fork`` + exit against 0.66 ms this way, the worker's heap preloaded). Called through
+    ``PyDLL``, so the GIL stays held across the fork and the child resumes holding it.
+    """
+    lib = ctypes.PyDLL(None, use_errno=True)
+    fork = lib.fork
+    fork.restype, fork.argtypes = ctypes.c_int, []
+
+    def call() -> int:
+        pid = fork()
+        if pid < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"fork: {os.strerror(err)}")
+        return pid
+    return call
+
+
 def _check(rc: int, what: str) -> None:
     if rc != 0:
         err = ctypes.get_errno()

@@ -29,8 +29,10 @@ from __future__ import annotations
 import os
 import struct
 
+# "blocked" (a run that waited its limit without running) is last: the wire codes of the others
+# stay what they were.
 ERRORS = ("syntax", "forbidden", "no_transform", "timeout", "memory", "exception",
-          "bad_output", "crash")
+          "bad_output", "crash", "blocked")
 CODE = {name: i for i, name in enumerate(ERRORS)}
 
 OK, ERR, READY, STOP = 0, 1, 2, 3  # STOP: an ERR after which the worker exits

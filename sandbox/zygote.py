@@ -42,6 +42,7 @@ import gc
 import json
 import math
 import os
+import random
 import resource
 import select
 import signal
@@ -475,7 +476,7 @@ def classify(outcome, status, usage, timeout_s, memory_mb, plan, base_rss) -> tu
         return "timeout", (f"transform used more than {timeout_s:g} s of CPU time "
                            "(look for an infinite loop or very slow code)")
     if outcome == "blocked":
-        return "timeout", (f"transform was blocked: it waited {timeout_s:g} s without running "
+        return "blocked", (f"transform was blocked: it waited {timeout_s:g} s without running "
                            "(look for sleeping, or waiting for input that never comes)")
     if outcome == "wall_timeout":
         factor = WALL_FACTOR if plan.get("proc_fd") is not None else BACKSTOP_FACTOR
@@ -559,6 +560,8 @@ def template(req_fd: int, fds: dict, last_pid, plan: dict) -> None:
     left in this process's objects for the next child to find."""
     import ctypes
     wait4 = _kernel.libc().wait4
+    fork = _kernel.bare_fork()  # no after-fork hooks: this process has one thread
+    random.seed(0)  # what every child starts from (os.fork's child reseeded from urandom)
     header = bytearray(_wire.REQUEST.size)
     buf = (ctypes.c_char * (STATUS_BYTES + 4))()
     pid_c = ctypes.c_int.from_buffer(buf, 0)
@@ -578,7 +581,7 @@ def template(req_fd: int, fds: dict, last_pid, plan: dict) -> None:
         os.dup2(tag_w, 4)
         if last_pid is not None:
             os.pwrite(last_pid, b"2", 0)  # the template is pid 2, every child pid 3
-        pid_c.value = os.fork()
+        pid_c.value = fork()
         if pid_c.value == 0:
             try:
                 if header != EMPTY_HEADER:  # (an empty one: a warm-up round)

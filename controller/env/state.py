@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from sandbox import ERRORS as SANDBOX_ERRORS
+
 ACTIONS = ("DIRECT", "WRITE", "FIX", "PROGRAM", "RESAMPLE")  # the base actions (K = 1: all there is)
 COMMIT_SAMPLE = "PROGRAM:"  # prefix of the K > 1 actions that commit one chosen passing sample
 
@@ -39,8 +41,8 @@ def is_commit(action: str) -> bool:
 def base_actions(valid: tuple) -> tuple:
     """The valid actions without the chosen-sample commits (the K = 1 action space)."""
     return tuple(a for a in valid if not a.startswith(COMMIT_SAMPLE))
-ERRORS = ("parse", "syntax", "forbidden", "no_transform", "timeout", "memory", "exception",
-          "bad_output", "crash", "wrong_output")
+# a round's status: no code, one of the sandbox's errors, or ran but differs from the example
+ERRORS = ("parse",) + SANDBOX_ERRORS + ("wrong_output",)
 
 # A position in the tree of one case: ``pos[j]`` = rounds revealed of program sample j, for the
 # samples drawn so far (drawn in index order, so the tuple names the revealed attempt set exactly).

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping, Sequence
 
 from cases import shape, values_equal
-from controller.env.state import chains
+from controller.env.state import SANDBOX_ERRORS, chains
 from tracegen.grading import program_right
 from tracegen.records import direct_value
 
@@ -39,9 +39,6 @@ Table = list[list[str]]
 CLOSE_MISS_MAX_CELLS = 2
 CLOSE_MISS_MAX_FRACTION = 0.10
 
-SANDBOX_ERRORS = (
-    "syntax", "forbidden", "no_transform", "timeout", "memory", "exception", "bad_output", "crash",
-)
 # "parse": no code could be extracted; "truncated_thinking": cut off at the token limit while
 # still reasoning (no answer at all); "wrong_output": ran but differs from the example.
 ROUND_CATEGORIES = ("parse", "truncated_thinking") + SANDBOX_ERRORS + ("wrong_output", "pass")

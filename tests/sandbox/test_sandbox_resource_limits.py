@@ -78,10 +78,12 @@ def test_runaway_programs_time_out_on_cpu_or_the_wall_backstop(sb, census, body)
     # running is stopped as blocked once it has waited that long, and the wall clock is only a
     # hard cap (WALL_FACTOR x the limit) for one starved of CPU
     r, took = run(sb, body)
-    assert r.error == "timeout", r
+    waits = "sleep" in body or "acquire" in body
+    blocked = waits and sb.protections().get("blocked_detection") is not False
+    assert r.error == ("blocked" if blocked else "timeout"), r
     assert LIMIT_S <= took < WALL_FACTOR * LIMIT_S + 1.0
-    if "sleep" in body or "acquire" in body:
-        assert "blocked" in r.message and took < LIMIT_S + 1.5, (r, took)
+    if blocked:  # its own grade, not a timeout with a hint about loops
+        assert "waited" in r.message and took < LIMIT_S + 1.5, (r, took)
     assert r.cpu_ms < (LIMIT_S + 1.0) * 1000
     healthy(sb, census)
 
