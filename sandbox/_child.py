@@ -39,9 +39,10 @@ import time
 import types
 
 try:  # loaded as part of the package in tests, as top-level modules inside the worker
-    from . import _kernel, _wire, policy
+    from . import _kernel, _optional, _wire, policy
 except ImportError:
     import _kernel
+    import _optional
     import _wire
     import policy
 
@@ -233,80 +234,14 @@ _IMPORTABLE = (policy.ALLOWED_MODULES | policy.DIRECTIVES
 
 
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
-    if level == 0 and name.split(".")[0] in _IMPORTABLE:
+    root = name.split(".")[0]
+    if level == 0 and (root in _IMPORTABLE or root in _optional.MODULES):
         return builtins.__import__(name, globals, locals, fromlist, level)
     raise ImportError(f"import of '{name}' is not allowed")
 
 
 SAFE_BUILTINS = {k: v for k, v in vars(builtins).items() if k not in policy.FORBIDDEN_NAMES}
 SAFE_BUILTINS["__import__"] = _guarded_import
-
-# The sandbox's optional runtime (``sandbox.runtime``), set once in the worker by ``set_runtime``
-# before any run: the globals each program gets, numpy when the runtime has it (its arrays and
-# scalars in an output are converted), and whether a list input is handed over as an array.
-RUNTIME_GLOBALS: dict = {}
-NUMPY = None
-ARRAY_INPUT = False
-
-
-def set_runtime(options: dict) -> None:
-    """Let programs import the runtime's (pre-imported) packages; bind its globals."""
-    global _IMPORTABLE, NUMPY, ARRAY_INPUT
-    policy.allow_optional(options["modules"])
-    _IMPORTABLE = _IMPORTABLE | set(options["modules"])
-    RUNTIME_GLOBALS.update({name: sys.modules[module] for name, module in options["globals"].items()})
-    NUMPY = sys.modules.get("numpy") if "numpy" in options["modules"] else None
-    ARRAY_INPUT = bool(options["array_input"]) and NUMPY is not None
-    if NUMPY is not None:  # as ``random``: every run starts from the same legacy global state
-        NUMPY.random.seed(0)
-
-
-def as_array(value):
-    """A list as a numpy array when its array is numeric or boolean (a grid, a vector); any
-    other value (a table of strings, ragged rows, an object) as decoded."""
-    if type(value) is not list:
-        return value
-    try:
-        array = NUMPY.array(value)
-    except (ValueError, TypeError):  # ragged rows
-        return value
-    return array if array.dtype.kind in "biuf" else value
-
-
-class _TooBig(Exception):
-    pass
-
-
-def plain_output(out, limits: dict) -> tuple:
-    """``(out, "")`` with every numpy array (``tolist()``) and scalar (``item()``) in ``out``, at
-    any depth of lists and dict values, made a plain value, the rest as it is (for the usual
-    checks); ``(None, why)`` when its arrays hold more than ``max_cells`` values together (an
-    array is never made a list past that)."""
-    np, most, deepest = NUMPY, limits.get("max_cells", 100_000), limits.get("max_depth", 100)
-    left = [most]
-
-    def plain(v, depth):
-        kind = type(v)
-        if kind is np.ndarray:
-            left[0] -= v.size
-            if left[0] < 0:
-                raise _TooBig
-            return v.tolist()
-        if issubclass(kind, np.generic):  # the type's own check: no program code runs
-            return v.item()
-        if depth >= deepest:
-            return v  # the check says it is nested too deep
-        if kind is list:
-            new = [plain(x, depth + 1) for x in v]
-            return v if all(a is b for a, b in zip(new, v)) else new
-        if kind is dict:
-            return {k: plain(x, depth + 1) for k, x in dict.items(v)}
-        return v
-
-    try:
-        return plain(out, 0), ""
-    except _TooBig:
-        return None, f"output has more than {most} values, more than the limit"
 
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -444,7 +379,7 @@ def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True
     namespace.clear()
     namespace["__builtins__"] = SAFE_BUILTINS
     namespace["__name__"] = "transform_program"
-    namespace.update(RUNTIME_GLOBALS)
+    namespace.update(_optional.GLOBALS)
     if start_fd is not None:
         os.write(start_fd, _START)
     try:
@@ -457,9 +392,9 @@ def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True
         if not callable(fn):
             return "no_transform", _msg(f"{entry} is {_tname(fn)}, not a function")
         value = json.loads(table_json)
-        out = fn(as_array(value) if ARRAY_INPUT else value)
-        if NUMPY is not None:
-            out, why = plain_output(out, limits)
+        out = fn(_optional.as_array(value) if _optional.ARRAY_INPUT else value)
+        if _optional.NUMPY is not None:
+            out, why = _optional.plain_output(out, limits)
             if why:
                 return "bad_output", _msg(why)
         # looked up by name each run: a hostile test replaces check_output to show the parent

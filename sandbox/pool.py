@@ -154,9 +154,8 @@ class Sandbox:
     """A pool of ``workers`` worker processes; use as a context manager or call ``close()``.
 
     ``ast_check=False`` switches off the courtesy AST check (the hostile-program tests do, to show the
-    kernel-level limits hold on their own). ``runtime`` (``sandbox.Runtime``, default none) adds
-    optional packages such as numpy; ``RuntimeUnavailable`` if one is not installed. Raises
-    ``WorkerError`` if a worker cannot start.
+    kernel-level limits hold on their own). ``runtime`` (``sandbox.Runtime``) adds numpy on request
+    (``RuntimeUnavailable`` if not installed). Raises ``WorkerError`` if a worker cannot start.
     """
 
     def __init__(self, workers: int = 2, *, limits: OutputLimits = OutputLimits(),

@@ -7,7 +7,8 @@ with address-space randomisation off, then compiles this module and its siblings
 of any folder of the parent's. It then:
 
 1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never needs the file system,
-   and removes every host path from ``sys`` and the modules (``_scrub.hide_host_paths``);
+   and, when its sandbox asked for the opt-in runtime, numpy (``_optional.load``), then removes
+   every host path from ``sys`` and the modules (``_scrub.hide_host_paths``);
 2. (``_confine``) enters new mount, network, IPC, UTS and PID namespaces where the kernel
    permits (PID: the process forks once, and the copy, pid 1 of the new namespace, serves; when
    it dies the kernel kills every process left in the namespace) and a time namespace for what
@@ -50,11 +51,12 @@ import struct
 import time
 
 try:
-    from . import _child, _confine, _kernel, _scrub, _seccomp, _wire, policy
+    from . import _child, _confine, _kernel, _optional, _scrub, _seccomp, _wire, policy
 except ImportError:
     import _child
     import _confine
     import _kernel
+    import _optional
     import _scrub
     import _seccomp
     import _wire
@@ -85,40 +87,6 @@ def preload() -> None:
             __import__(name)
         except ImportError:
             pass
-
-
-# What a worker with a numpy runtime runs once in a probe child with every protection (numpy must
-# work confined: a seccomp filter or limit that breaks it fails the start, it is never dropped)
-# and once itself (its lazy set-up happens here, not in every child).
-NUMPY_SELF_TEST = """
-import numpy
-def transform(x):
-    a = numpy.arange(1, 5).reshape(2, 2)
-    b = numpy.rot90(numpy.pad(a, 1), 1)
-    v, n = numpy.unique(b, return_counts=True)
-    m = numpy.linalg.inv(numpy.eye(3) * 2) @ numpy.ones(3)
-    return [[str(int(b.sum())), str(len(v)), str(float(m[0])), str(numpy.argwhere(b).shape)]]
-"""
-
-
-def load_runtime(runtime: dict) -> None:
-    """Import the runtime's optional packages (found in its ``paths``; the worker runs without
-    ``site``) with their thread pools pinned to one thread, and hand them to ``_child``. The
-    worker must stay single-threaded (namespaces, fork): more than one thread fails the start."""
-    import sys
-    os.environ.update(runtime["thread_env"])
-    sys.path.extend(runtime["paths"])
-    for name in runtime["modules"]:
-        __import__(name)
-        for sub in policy.OPTIONAL_PRELOAD[name]:
-            __import__(sub)
-    for name in runtime["thread_env"]:  # read once, at load: the programs see none of them
-        os.environ.pop(name, None)
-    with open("/proc/self/status", "rb") as fh:
-        threads = int(fh.read().split(b"Threads:")[1].split()[0])
-    if threads != 1:
-        raise RuntimeError(f"loading {', '.join(runtime['modules'])} started {threads - 1} threads")
-    _child.set_runtime(runtime)
 
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -180,8 +148,8 @@ def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_f
     if fprog is None:
         report["notes"].append("seccomp: no syscall table for this machine")
     plan["required"] = {name: True for name, ok in steps.items() if ok}
-    if _child.NUMPY is not None:  # every protection that held above must hold numpy too
-        _, failure = probe(dict(plan, required=dict(plan["required"])), NUMPY_SELF_TEST,
+    if _optional.NUMPY is not None:  # every protection that held above must hold numpy too
+        _, failure = probe(dict(plan, required=dict(plan["required"])), _optional.SELF_TEST,
                            SELF_TEST_LIMITS)
         if failure:
             raise RuntimeError(f"sandbox runtime self-test failed: {failure}")
@@ -200,8 +168,8 @@ def warm_up(plan: dict) -> None:
     caches) happens once in the worker instead of in every child."""
     _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS, plan["ast_check"])
     _child.execute(b"import socket\n", b"[]", SELF_TEST_LIMITS, True)  # the slow check path
-    if _child.NUMPY is not None:
-        _child.execute(NUMPY_SELF_TEST.encode(), b"[[1,2],[3,4]]", SELF_TEST_LIMITS,
+    if _optional.NUMPY is not None:
+        _child.execute(_optional.SELF_TEST.encode(), b"[[1,2],[3,4]]", SELF_TEST_LIMITS,
                        plan["ast_check"])
     _child.PROGRAM.__dict__.clear()
     resource.getrlimit(resource.RLIMIT_AS)
@@ -649,7 +617,7 @@ def main(options: dict) -> None:
     runtime = options.get("runtime")
     if runtime:
         try:
-            load_runtime(runtime)
+            _optional.load(runtime)
         except Exception as exc:  # tell the parent why, then give up
             why = f"sandbox runtime: {type(exc).__name__}: {exc}".encode()
             _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.ERR, _wire.CODE["crash"], 0, 0,
