@@ -157,6 +157,15 @@ def task_summary(records: list[dict]) -> dict:
                                    "of_rounds": len(rounds)}}}
 
 
+def _traced_runtime(cfg) -> dict:
+    """``{"sandbox_runtime": ...}`` when the traces' programs ran with the sandbox's opt-in runtime
+    (numpy; their run_config.json's trace settings say so, whatever this analysis's flags), else {}."""
+    from controller.checks import read_run_config
+
+    runtime = ((read_run_config(cfg) or {}).get("trace_config") or {}).get("sandbox_runtime")
+    return {"sandbox_runtime": runtime} if runtime else {}
+
+
 def write_outputs(cfg, result, records, timing, t0, log) -> dict:
     from sandbox import protections
 
@@ -180,7 +189,8 @@ def write_outputs(cfg, result, records, timing, t0, log) -> dict:
         "n_records": len(records),
         # what made the traces (a re-analysis's own backend flags did not): the records' backend and model
         "traces": {"backend": ", ".join(sorted({r["backend"] for r in records})),
-                   "model": ", ".join(dict.fromkeys(r["model"] for r in records))},
+                   "model": ", ".join(dict.fromkeys(r["model"] for r in records)),
+                   **_traced_runtime(cfg)},
         **task_summary(records),
         **summary,
         "sandbox": protections(),

@@ -5,6 +5,7 @@ and a missing numpy are one-line errors (exit 2) before anything is written."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -54,6 +55,7 @@ def test_numpy_programs_pass_with_the_runtime(imported):
     assert flip["hidden"]["rounds"][0]["hidden_exact"] is True
     assert count["task"]["value_type"] == "json"
     assert count["rounds"][0]["visible_pass"] and count["rounds"][0]["test_output"] == 3  # a numpy int, made int
+    assert recs["double/cells"]["hidden"]["rounds"][0]["hidden_exact"] is True  # ``grid * 2``: an array back
 
 
 def test_the_run_records_its_runtime_and_export_writes_it_back(imported, tmp_path):
@@ -67,6 +69,13 @@ def test_the_run_records_its_runtime_and_export_writes_it_back(imported, tmp_pat
     r = cli("export", "--root", root, out)
     assert r.returncode == 0, r.stderr[-3000:]
     assert all(x["runtime"] == RUNTIME for x in lines(out))
+    # a re-analysis (its own config has no runtime) says what the traces' programs ran with
+    again = tmp_path / "again"
+    shutil.copytree(root, again)
+    r = cli("--root", again, "--no-progress")
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((again / "reports" / "final_summary.json").read_text())
+    assert summary["traces"]["sandbox_runtime"] == RUNTIME
 
 
 def test_without_the_runtime_the_same_programs_fail_as_before(tmp_path):
