@@ -3,6 +3,7 @@ aside before a run writes, and writing a finished run's outputs (summary, report
 predictions, viewer, SFT export). ``cfg`` is a ``controller.config.RunConfig`` as a run resolved it."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -160,9 +161,11 @@ def task_summary(records: list[dict]) -> dict:
 def _traced_runtime(cfg) -> dict:
     """``{"sandbox_runtime": ...}`` when the traces' programs ran with the sandbox's opt-in runtime
     (numpy; their run_config.json's trace settings say so, whatever this analysis's flags), else {}."""
-    from controller.checks import read_run_config
-
-    runtime = ((read_run_config(cfg) or {}).get("trace_config") or {}).get("sandbox_runtime")
+    try:  # (checked before the analysis began: controller.checks.read_run_config)
+        conf = json.loads(run_config_path(cfg).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    runtime = (conf.get("trace_config") or {}).get("sandbox_runtime") if isinstance(conf, dict) else None
     return {"sandbox_runtime": runtime} if runtime else {}
 
 
