@@ -99,7 +99,7 @@ def _vm_status(statm_fd: int) -> tuple[int, int]:
     return int(size) * PAGE, int(resident) * PAGE
 
 
-def probe(plan: dict, program: str = SELF_TEST, limits: dict = SELF_TEST_LIMITS) -> tuple[dict, str]:
+def probe(plan: dict, program: str = SELF_TEST) -> tuple[dict, str]:
     """Fork a child that applies every protection and runs a self-test program."""
     r, tr = child_fds(plan)
     pid = os.fork()
@@ -107,7 +107,7 @@ def probe(plan: dict, program: str = SELF_TEST, limits: dict = SELF_TEST_LIMITS)
         try:
             report: dict = {}
             _child.confine(dict(plan, required={}), report)
-            error, payload = _child.execute(program.encode(), b'[["a","b"]]', limits)
+            error, payload = _child.execute(program.encode(), b'[["a","b"]]', SELF_TEST_LIMITS)
             report["self_test"] = error or ""
             report["self_test_message"] = "" if error is None else payload.decode()
             _wire.write_all(3, json.dumps(report).encode())
@@ -149,8 +149,7 @@ def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_f
         report["notes"].append("seccomp: no syscall table for this machine")
     plan["required"] = {name: True for name, ok in steps.items() if ok}
     if _optional.NUMPY is not None:  # every protection that held above must hold numpy too
-        _, failure = probe(dict(plan, required=dict(plan["required"])), _optional.SELF_TEST,
-                           SELF_TEST_LIMITS)
+        _, failure = probe(plan, _optional.SELF_TEST)
         if failure:
             raise RuntimeError(f"sandbox runtime self-test failed: {failure}")
     for name in ("drop_uid", "seccomp"):
