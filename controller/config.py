@@ -176,6 +176,8 @@ def trace_config(cfg: RunConfig, cases) -> dict:
     b, r = cfg.backend, cfg.rollout
     # new settings enter only when set, so runs made before they existed still resume
     extra = {"repair_history": True} if r.repair_history else {}
+    if r.sandbox_runtime is not None:  # numpy for the programs (an import file asked for it)
+        extra["sandbox_runtime"] = r.sandbox_runtime
     return {**extra, "backend": b.name, "model": b.model, "temperature": b.temperature, "top_p": b.top_p,
             "top_k": b.top_k, "seed": b.seed, "max_new_tokens": b.max_new_tokens, "enable_thinking": b.enable_thinking,
             **backend_class(b.name).trace_settings(b),

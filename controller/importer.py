@@ -101,7 +101,7 @@ def _run_config(opts: ImportArgs, source):
                      backend=BackendConfig(name="imported", import_path=str(Path(source.path).resolve())),
                      rollout=RolloutConfig(max_repairs=r, program_samples=k, exec_timeout_s=opts.exec_timeout_s,
                                            memory_mb=opts.memory_mb, wave_size=opts.wave_size,
-                                           progress=opts.progress))
+                                           progress=opts.progress, sandbox_runtime=source.runtime))
 
 
 def import_main(argv: list[str]) -> int:
@@ -114,6 +114,7 @@ def import_main(argv: list[str]) -> int:
     from controller.run_folder import reports_dir, set_previous_run_aside, trace_path
     from tracegen.backends.imported import ImportedBackend
     from tracegen.importfile import ImportFileError, read_import_file
+    from sandbox.runtime import Runtime, RuntimeUnavailable, check_available
     from tracegen.records import read_traces
 
     args, opts = _parse(ImportArgs, import_parser, argv)
@@ -122,6 +123,8 @@ def import_main(argv: list[str]) -> int:
     log = print
     try:
         source = read_import_file(args.file)
+        if source.runtime:  # numpy, say: installed here, or a one-line error before anything runs
+            check_available(Runtime.from_json(source.runtime))
         cfg = _run_config(opts, source)
         check_flags(cfg)
         cfg = cfg.resolved()
@@ -132,11 +135,12 @@ def import_main(argv: list[str]) -> int:
         set_previous_run_aside(cfg, log)
         reports_dir(cfg).mkdir(parents=True, exist_ok=True)
         atomic_write_text(reports_dir(cfg) / "config.toml", config_text(cfg))
-    except (ImportFileError, ConfigError) as err:  # the file, the root, a trace file to resume (UsageError)
-        print(f"error: {err}", file=sys.stderr)
+    except (ImportFileError, ConfigError, RuntimeUnavailable) as err:  # the file, the root, a trace file to
+        print(f"error: {err}", file=sys.stderr)                      # resume (UsageError), numpy missing
         return 2
+    with_runtime = f", sandbox runtime {Runtime.from_json(source.runtime).describe()}" if source.runtime else ""
     log(f"importing {len(cases)} cases from {source.name} (K = {cfg.rollout.program_samples}, max repairs "
-        f"{cfg.rollout.max_repairs}) -> {trace_path(cfg)}")
+        f"{cfg.rollout.max_repairs}{with_runtime}) -> {trace_path(cfg)}")
     try:
         generate(cfg, backend, cases, {}, tcfg, done, log)
     except KeyboardInterrupt:
@@ -214,7 +218,8 @@ def export_main(argv: list[str]) -> int:
         return 2
     import json
 
-    lines = [json.dumps(export_case(r), ensure_ascii=False, separators=(",", ":")) for r in records]
+    runtime = _traced_runtime(opts)
+    lines = [json.dumps(export_case(r, runtime), ensure_ascii=False, separators=(",", ":")) for r in records]
     out = Path(args.file)
     tmp = out.with_name(f".{out.name}.export-{os.getpid()}")
     try:
@@ -230,6 +235,20 @@ def export_main(argv: list[str]) -> int:
           f"{k}: import it with live-tool-dagger import {out} --root NEW_ROOT --max-repairs {repairs} "
           f"--program-samples {k}")
     return 0
+
+
+def _traced_runtime(opts) -> dict | None:
+    """The sandbox runtime the run traced with, from its run_config.json (None: none, or no file)."""
+    import json
+
+    from controller.run_folder import run_config_path
+
+    try:
+        settings = json.loads(run_config_path(opts).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    rollout = settings.get("config", {}).get("rollout", {}) if isinstance(settings, dict) else {}
+    return rollout.get("sandbox_runtime") if isinstance(rollout, dict) else None
 
 
 def main(argv: list[str]) -> int:

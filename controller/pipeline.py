@@ -236,6 +236,15 @@ def _splits(cfg: RunConfig, cases, sandbox_factory, log, synth=None) -> tuple[di
     return split_families, info
 
 
+def sandbox_runtime(cfg: RunConfig):
+    """The ``sandbox.Runtime`` the run's programs run with (``rollout.sandbox_runtime``; none: the
+    standard library only)."""
+    from sandbox import Runtime
+
+    given = cfg.rollout.sandbox_runtime
+    return Runtime.from_json(given) if given is not None else Runtime()
+
+
 def generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict:
     """Trace ``cases`` (all but ``done``) with ``backend`` into the run's trace file, after writing
     its run_config.json; the rollout's counts. A run and ``live-tool-dagger import`` trace here."""
@@ -252,7 +261,7 @@ def generate(cfg: RunConfig, backend, cases, split_of, tcfg, done, log) -> dict:
     # the settings as config.toml spells them (``run_settings``), beside what the resume check compares
     atomic_write_json(run_config_path(cfg), {"config": run_settings(cfg), "trace_config": tcfg, "selection": selection(cfg),
                                              **({"traces_started_utc": started} if started else {})})
-    with Sandbox(workers=cfg.workers) as sb:
+    with Sandbox(workers=cfg.workers, runtime=sandbox_runtime(cfg)) as sb:
         return rollout(cases, split_of, backend, sb, trace_path(cfg), cfg.rollout, done_ids=done)
 
 
@@ -279,7 +288,8 @@ def _run_checked(cfg: RunConfig, cases, tcfg, done, records, backend, t0, log, w
 
     path = trace_path(cfg)
     shared = backend if backend is not None and backend_class(cfg.backend.name).shares_probe else None
-    split_families, split_info = _splits(cfg, cases, lambda: Sandbox(workers=cfg.workers), log, synth=shared)
+    split_families, split_info = _splits(cfg, cases, lambda: Sandbox(workers=cfg.workers, runtime=sandbox_runtime(cfg)), log,
+                                          synth=shared)
     split_of_family = {f: s for s, fs in split_families.items() for f in fs}
     probes = frozenset(split_info["probe_case_ids"])  # traced, but in no split: no score counts them
     split_of = {c.case_id: "unassigned" if c.case_id in probes else split_of_family.get(c.family, "unassigned")

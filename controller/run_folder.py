@@ -3,6 +3,7 @@ aside before a run writes, and writing a finished run's outputs (summary, report
 predictions, viewer, SFT export). ``cfg`` is a ``controller.config.RunConfig`` as a run resolved it."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -157,6 +158,17 @@ def task_summary(records: list[dict]) -> dict:
                                    "of_rounds": len(rounds)}}}
 
 
+def _traced_runtime(cfg) -> dict:
+    """``{"sandbox_runtime": ...}`` when the traces' programs ran with the sandbox's opt-in runtime
+    (numpy; their run_config.json's trace settings say so, whatever this analysis's flags), else {}."""
+    try:  # (checked before the analysis began: controller.checks.read_run_config)
+        conf = json.loads(run_config_path(cfg).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    runtime = (conf.get("trace_config") or {}).get("sandbox_runtime") if isinstance(conf, dict) else None
+    return {"sandbox_runtime": runtime} if runtime else {}
+
+
 def write_outputs(cfg, result, records, timing, t0, log) -> dict:
     from sandbox import protections
 
@@ -180,7 +192,8 @@ def write_outputs(cfg, result, records, timing, t0, log) -> dict:
         "n_records": len(records),
         # what made the traces (a re-analysis's own backend flags did not): the records' backend and model
         "traces": {"backend": ", ".join(sorted({r["backend"] for r in records})),
-                   "model": ", ".join(dict.fromkeys(r["model"] for r in records))},
+                   "model": ", ".join(dict.fromkeys(r["model"] for r in records)),
+                   **_traced_runtime(cfg)},
         **task_summary(records),
         **summary,
         "sandbox": protections(),

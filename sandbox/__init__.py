@@ -16,6 +16,8 @@ from .pool import Sandbox, default_sandbox, protections, run_transform
 from .result import ERRORS, OutputLimits, RunResult
 from ._worker import WorkerError
 from .policy import ALLOWED_MODULES, allowed_modules
+from .runtime import Runtime, RuntimeUnavailable
 
 __all__ = ["ALLOWED_MODULES", "ERRORS", "OutputLimits", "RunResult", "Sandbox", "WorkerError",
-           "allowed_modules", "default_sandbox", "protections", "run_transform"]
+           "Runtime", "RuntimeUnavailable", "allowed_modules", "default_sandbox", "protections",
+           "run_transform"]

@@ -39,9 +39,10 @@ import time
 import types
 
 try:  # loaded as part of the package in tests, as top-level modules inside the worker
-    from . import _kernel, _wire, policy
+    from . import _kernel, _optional, _wire, policy
 except ImportError:
     import _kernel
+    import _optional
     import _wire
     import policy
 
@@ -233,7 +234,8 @@ _IMPORTABLE = (policy.ALLOWED_MODULES | policy.DIRECTIVES
 
 
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
-    if level == 0 and name.split(".")[0] in _IMPORTABLE:
+    root = name.split(".")[0]
+    if level == 0 and (root in _IMPORTABLE or root in _optional.MODULES):
         return builtins.__import__(name, globals, locals, fromlist, level)
     raise ImportError(f"import of '{name}' is not allowed")
 
@@ -377,6 +379,7 @@ def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True
     namespace.clear()
     namespace["__builtins__"] = SAFE_BUILTINS
     namespace["__name__"] = "transform_program"
+    namespace.update(_optional.GLOBALS)
     if start_fd is not None:
         os.write(start_fd, _START)
     try:
@@ -388,7 +391,12 @@ def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True
                                     _msg(f"the program defines no function named {entry}(x)"))
         if not callable(fn):
             return "no_transform", _msg(f"{entry} is {_tname(fn)}, not a function")
-        out = fn(json.loads(table_json))
+        value = json.loads(table_json)
+        out = fn(_optional.as_array(value) if _optional.ARRAY_INPUT else value)
+        if _optional.NUMPY is not None:
+            out, why = _optional.plain_output(out, limits)
+            if why:
+                return "bad_output", _msg(why)
         # looked up by name each run: a hostile test replaces check_output to show the parent
         # checks again
         if kind == "table":

@@ -58,14 +58,15 @@ _STANDARD = frozenset({"/", "/usr", "/usr/local", "/opt", "/bin", "/sbin", "/lib
                        "/usr/local/lib", "/tmp", "/var/tmp"})
 
 
-def host_paths() -> list[str]:
+def host_paths(extra=()) -> list[str]:
     """The host paths this worker knows (read before ``hide_host_paths``), longest first: the
     interpreter's install folders and every parent of them. Its working directory is ``/``
     (the parent starts it there), so it never knows the parent's folders at all. Standard
     system folders are left out. Every parent too, not just the deepest path: a copy of a
     path the heap has half reused, or a shorter path of its own, still names the folders above.
+    ``extra``: more folders the worker was told (where a runtime's optional packages are).
     """
-    found = set()
+    found = {p for path in extra for p in (path, os.path.realpath(path))}
     for name in ("executable", "_base_executable"):
         path = getattr(sys, name, None)
         if path:
@@ -84,6 +85,9 @@ def host_paths() -> list[str]:
 
 
 _BYTES_DATA = sys.getsizeof(b"") - 1  # where a bytes object's data starts, from its address
+# The hits whose object's hash is reset: more than a worker has (about 2,000 with the standard
+# library, some 2,500 more with numpy's modules), so none is left with its old hash.
+MAX_HITS = 1 << 14
 
 
 def needles(paths: list[str]) -> list[tuple[bytes, bytes]]:
@@ -133,8 +137,15 @@ def scrub(variants: list[tuple[bytes, bytes]], maps_fd: int) -> int:
     # before the scan, because nothing may be allocated while one runs (an allocation can
     # reuse a freed block that held a path, and the stale snapshot would then send the filler
     # over a live object)
-    hits_at = (ctypes.c_uint64 * (3 * 4096))()
+    hits_at = (ctypes.c_uint64 * (3 * MAX_HITS))()
     n_hits = 0
+    # A needle holds the shorter ones of its folder's parents (and their tails): where one of
+    # those is absent from a region, it is too, and is not searched for. So a region is searched
+    # for little more than the shortest needles (numpy's buffers made this seconds per worker).
+    inside = [[j for j, (w, _) in enumerate(variants) if len(w) < len(v) and w in v]
+              for v, _ in variants]
+    present = bytearray(len(variants))
+    shortest_first = range(len(variants) - 1, -1, -1)
     for _ in range(4):
         regions = []
         text = b""
@@ -151,15 +162,21 @@ def scrub(variants: list[tuple[bytes, bytes]], maps_fd: int) -> int:
         hits = 0
         for start, end in regions:
             snap = ctypes.string_at(start, end - start)
-            for needle, filler in variants:
-                at = snap.find(needle)
+            # a region of zeros holds no path: skipped whole (a BLAS library's buffer, tens of
+            # MiB never written, would otherwise cost seconds of searching)
+            zeros = snap.count(0) == len(snap)
+            for k in shortest_first:
+                present[k] = not zeros and all(present[j] for j in inside[k]) and \
+                    snap.find(variants[k][0]) >= 0
+            for k, (needle, filler) in enumerate(variants):
+                at = snap.find(needle) if present[k] else -1
                 while at >= 0:
                     addr = start + at
                     if not any(lo <= addr < hi for lo, hi in own) and \
                             ctypes.string_at(addr, len(needle)) == needle:  # still there
                         ctypes.memmove(addr, filler, len(filler))
                         hits += 1
-                        if n_hits < 4096:
+                        if n_hits < MAX_HITS:
                             hits_at[3 * n_hits:3 * n_hits + 3] = (addr, len(filler), start)
                             n_hits += 1
                     at = snap.find(needle, at + 1)
@@ -191,12 +208,16 @@ def reset_hash(addr: int, size: int, floor: int, reach: int = 1 << 16) -> bool:
     import ctypes
     lo = max(floor, (addr - reach) & ~7)
     window = ctypes.string_at(lo, addr - lo)
-    at = len(window) - len(window) % 8
-    while at >= 8:
-        at -= 8
-        kind = window[at:at + 8]
-        if kind != _STR_TYPE and kind != _BYTES_TYPE:
+    end = len(window)
+    while end >= 8:  # each 8-aligned type pointer, nearest first (found at C speed: a hit
+        # each for thousands of standard-library and numpy file names)
+        at = max(window.rfind(_STR_TYPE, 0, end), window.rfind(_BYTES_TYPE, 0, end))
+        if at < 0:
+            break
+        end = at + 7  # the next search ends before this position
+        if at % 8:
             continue
+        kind = window[at:at + 8]
         obj = lo + at - 8
         # (no check of the reference count: a freed object's holds the allocator's list
         # pointer, and its hash can still be read from raw memory)

@@ -9,7 +9,9 @@ the check switched off to show that.
 Accepted import spellings: ``import M``, ``import M.sub``, ``import M as x``, ``import M.sub as
 x``, ``from M import name``, ``from M.sub import name as x`` for an allowed ``M`` (or submodule
 such as ``urllib.parse``), ``from PKG import sub`` when ``PKG.sub`` is allowed (``from urllib
-import parse``), and ``from __future__ import ...`` anywhere.
+import parse``), and ``from __future__ import ...`` anywhere. In a worker whose sandbox asked for an
+optional package (``sandbox.Runtime``; ``allow_optional``), that package too, less its refused
+parts (``OPTIONAL_REFUSED``: as an import, ``from numpy import ctypeslib``, or ``np.ctypeslib``).
 Covered: imports outside ``ALLOWED_MODULES`` (including relative ones), calls to the builtins
 that reach the file system, the interpreter or the caller's scope (``open``, ``exec``, ``eval``,
 ``__import__`` ...), and the dunder and frame attributes used to climb out of Python-level
@@ -53,6 +55,41 @@ PRELOAD = tuple(sorted(ALLOWED_MODULES)) + (
     "encodings.raw_unicode_escape", "encodings.base64_codec", "encodings.hex_codec")
 
 
+# Packages a sandbox adds only when asked (``sandbox.Runtime``), never by default: a table per fact.
+# What each pre-imports in the worker besides itself: the submodules a typical program touches
+# that the package imports lazily (``np.linalg`` is loaded on first use, and a run has no file
+# system to load it from).
+OPTIONAL_PRELOAD = {
+    "numpy": ("numpy.linalg", "numpy.fft", "numpy.random", "numpy.ma", "numpy.polynomial",
+              "numpy.lib.stride_tricks", "numpy.exceptions", "numpy.dtypes", "numpy.strings",
+              "numpy.char", "numpy.rec"),
+}
+# What the check refuses inside an optional package (as an import or as an attribute of any
+# name): the foreign-function layer and the build and test tools. Never pre-imported either, so
+# even a program that slips past the check cannot load them (no files to load from).
+OPTIONAL_REFUSED = {
+    "numpy": ("numpy.ctypeslib", "numpy.f2py", "numpy.distutils", "numpy.testing"),
+}
+# The optional packages this process allows (``allow_optional``, called once in a worker whose
+# sandbox asked for them, before any run); empty everywhere else.
+_OPTIONAL: frozenset = frozenset()
+_REFUSED_ATTRS: frozenset = frozenset()
+_REFUSED_WORDS = None  # a pattern of the refused attribute names, for ``quick_pass``
+
+
+def allow_optional(names) -> None:
+    """Let programs of this process import the optional packages ``names`` (keys of
+    ``OPTIONAL_PRELOAD``) too, less their ``OPTIONAL_REFUSED`` parts. For the worker only."""
+    global _OPTIONAL, _REFUSED_ATTRS, _REFUSED_WORDS
+    unknown = set(names) - set(OPTIONAL_PRELOAD)
+    if unknown:
+        raise ValueError(f"no optional module {sorted(unknown)[0]!r}")
+    _OPTIONAL = frozenset(names)
+    _REFUSED_ATTRS = frozenset(r.rpartition(".")[2] for n in names for r in OPTIONAL_REFUSED[n])
+    _REFUSED_WORDS = re.compile(r"\b(?:%s)\b" % "|".join(sorted(_REFUSED_ATTRS))) \
+        if _REFUSED_ATTRS else None
+
+
 def allowed_modules() -> list[str]:
     """The importable modules, sorted: what the write prompt states (one list, two uses)."""
     return sorted(ALLOWED_MODULES)
@@ -91,7 +128,8 @@ def quick_pass(source: str) -> bool:
     to the full check. Parsing to an AST costs more than the rest of a typical run, so most
     programs should take this path.
     """
-    if not source.isascii() or _SUSPECT.search(source):
+    if not source.isascii() or _SUSPECT.search(source) or (
+            _REFUSED_WORDS is not None and _REFUSED_WORDS.search(source)):
         return False
     imports = _IMPORT_LINE.findall(source)
     if len(imports) != len(_IMPORT_WORD.findall(source)):
@@ -100,7 +138,7 @@ def quick_pass(source: str) -> bool:
         roots = [module] if module else [n.split()[0].split(".")[0] for n in names.split(",")
                                          if n.strip()]
         if not roots or not all(root in ALLOWED_MODULES or root in DIRECTIVES
-                                for root in roots):
+                                or root in _OPTIONAL for root in roots):
             return False
     return True
 
@@ -138,9 +176,13 @@ def check(tree) -> str | None:
                     alias.name != "*" and _allowed(f"{node.module}.{alias.name}")
                     for alias in node.names):  # ``from urllib import parse``
                 return _import_message(node.module, line)
+            for alias in node.names:  # ``from numpy import ctypeslib``
+                if _refused(f"{node.module}.{alias.name}"):
+                    return _import_message(f"{node.module}.{alias.name}", line)
         elif isinstance(node, _ast.Name) and node.id in FORBIDDEN_NAMES:
             return f"use of '{node.id}' is not allowed (line {line}); {_HINT}"
-        elif isinstance(node, _ast.Attribute) and node.attr in FORBIDDEN_ATTRS:
+        elif isinstance(node, _ast.Attribute) and (node.attr in FORBIDDEN_ATTRS
+                                                   or node.attr in _REFUSED_ATTRS):
             return f"access to attribute '{node.attr}' is not allowed (line {line})"
     return None
 
@@ -148,8 +190,16 @@ def check(tree) -> str | None:
 def _allowed(name: str) -> bool:
     """``json``, ``json.decoder``, ``urllib.parse``, ``__future__``; not ``urllib`` or
     ``urllib.request``."""
-    return (name in ALLOWED_MODULES or name in DIRECTIVES
-            or name.split(".")[0] in ALLOWED_MODULES)
+    root = name.split(".")[0]
+    return (name in ALLOWED_MODULES or name in DIRECTIVES or root in ALLOWED_MODULES
+            or (root in _OPTIONAL and not _refused(name)))
+
+
+def _refused(name: str) -> bool:
+    """A refused part of an allowed optional package (``numpy.ctypeslib``, ``numpy.f2py.x``)."""
+    root = name.split(".")[0]
+    return root in _OPTIONAL and any(name == r or name.startswith(r + ".")
+                                     for r in OPTIONAL_REFUSED[root])
 
 
 def _import_message(name: str, line) -> str:

@@ -49,6 +49,7 @@ from pathlib import Path
 from . import _wire
 from ._worker import WAKE_S, Worker, WorkerEnded, WorkerError
 from .result import OutputLimits, RunResult, clean_message, decode_message, decode_output
+from .runtime import Runtime
 
 GRACE_S = 2.0
 WALL_FACTOR = 20.0  # the worker's wall-clock hard cap, as a multiple of the CPU limit (zygote.py)
@@ -153,22 +154,27 @@ class Sandbox:
     """A pool of ``workers`` worker processes; use as a context manager or call ``close()``.
 
     ``ast_check=False`` switches off the courtesy AST check (the hostile-program tests do, to show the
-    kernel-level limits hold on their own). Raises ``WorkerError`` if a worker cannot start.
+    kernel-level limits hold on their own). ``runtime`` (``sandbox.Runtime``) adds numpy on request
+    (``RuntimeUnavailable`` if not installed). Raises ``WorkerError`` if a worker cannot start.
     """
 
     def __init__(self, workers: int = 2, *, limits: OutputLimits = OutputLimits(),
-                 ast_check: bool = True, start_timeout_s: float = 30.0):
+                 ast_check: bool = True, start_timeout_s: float = 30.0,
+                 runtime: Runtime | None = None):
         if workers < 1:
             raise ValueError("workers must be at least 1")
         self.limits = limits
+        self.runtime = runtime or Runtime()
         self.start_timeout_s = start_timeout_s
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._owner: int | None = None  # the thread whose iter_many holds the lock
         self._closing = False  # set first by close(), from any thread
+        options = {"limits": limits.as_dict(), "ast_check": ast_check}
+        if self.runtime:  # raises RuntimeUnavailable before any folder or process is made
+            options["runtime"] = self.runtime.worker_options()
         _remove_stale(tempfile.gettempdir())
         self._tmp, self._lock_fd = _make_folder(tempfile.gettempdir())
-        options = {"limits": limits.as_dict(), "ast_check": ast_check}
         # The workers start in "/": they never learn the name of this folder (or of the
         # temporary directory it is in); see zygote.py.
         self._workers = [Worker(options, "/") for _ in range(workers)]

@@ -7,7 +7,8 @@ with address-space randomisation off, then compiles this module and its siblings
 of any folder of the parent's. It then:
 
 1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never needs the file system,
-   and removes every host path from ``sys`` and the modules (``_scrub.hide_host_paths``);
+   and, when its sandbox asked for the opt-in runtime, numpy (``_optional.load``), then removes
+   every host path from ``sys`` and the modules (``_scrub.hide_host_paths``);
 2. (``_confine``) enters new mount, network, IPC, UTS and PID namespaces where the kernel
    permits (PID: the process forks once, and the copy, pid 1 of the new namespace, serves; when
    it dies the kernel kills every process left in the namespace) and a time namespace for what
@@ -50,11 +51,12 @@ import struct
 import time
 
 try:
-    from . import _child, _confine, _kernel, _scrub, _seccomp, _wire, policy
+    from . import _child, _confine, _kernel, _optional, _scrub, _seccomp, _wire, policy
 except ImportError:
     import _child
     import _confine
     import _kernel
+    import _optional
     import _scrub
     import _seccomp
     import _wire
@@ -97,15 +99,15 @@ def _vm_status(statm_fd: int) -> tuple[int, int]:
     return int(size) * PAGE, int(resident) * PAGE
 
 
-def probe(plan: dict) -> tuple[dict, str]:
-    """Fork a child that applies every protection and runs the self-test program."""
+def probe(plan: dict, program: str = SELF_TEST) -> tuple[dict, str]:
+    """Fork a child that applies every protection and runs a self-test program."""
     r, tr = child_fds(plan)
     pid = os.fork()
     if pid == 0:
         try:
             report: dict = {}
             _child.confine(dict(plan, required={}), report)
-            error, payload = _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS)
+            error, payload = _child.execute(program.encode(), b'[["a","b"]]', SELF_TEST_LIMITS)
             report["self_test"] = error or ""
             report["self_test_message"] = "" if error is None else payload.decode()
             _wire.write_all(3, json.dumps(report).encode())
@@ -146,6 +148,10 @@ def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_f
     if fprog is None:
         report["notes"].append("seccomp: no syscall table for this machine")
     plan["required"] = {name: True for name, ok in steps.items() if ok}
+    if _optional.NUMPY is not None:  # every protection that held above must hold numpy too
+        _, failure = probe(plan, _optional.SELF_TEST)
+        if failure:
+            raise RuntimeError(f"sandbox runtime self-test failed: {failure}")
     for name in ("drop_uid", "seccomp"):
         steps.setdefault(name, False)
     report.update(steps)
@@ -161,6 +167,9 @@ def warm_up(plan: dict) -> None:
     caches) happens once in the worker instead of in every child."""
     _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS, plan["ast_check"])
     _child.execute(b"import socket\n", b"[]", SELF_TEST_LIMITS, True)  # the slow check path
+    if _optional.NUMPY is not None:
+        _child.execute(_optional.SELF_TEST.encode(), b"[[1,2],[3,4]]", SELF_TEST_LIMITS,
+                       plan["ast_check"])
     _child.PROGRAM.__dict__.clear()
     resource.getrlimit(resource.RLIMIT_AS)
     try:
@@ -604,8 +613,17 @@ def main(options: dict) -> None:
     devnull = os.open("/dev/null", os.O_RDWR)  # lands on fd 0, freed just above
     os.dup2(devnull, 1)
     preload()
+    runtime = options.get("runtime")
+    if runtime:
+        try:
+            _optional.load(runtime)
+        except Exception as exc:  # tell the parent why, then give up
+            why = f"sandbox runtime: {type(exc).__name__}: {exc}".encode()
+            _wire.write_all(resp_fd, _wire.REPLY.pack(_wire.ERR, _wire.CODE["crash"], 0, 0,
+                                                      len(why)) + why)
+            os._exit(1)
     os.times = _child.times  # the times() call tells the host's uptime: seccomp refuses it
-    paths = _scrub.needles(_scrub.host_paths())
+    paths = _scrub.needles(_scrub.host_paths(runtime["paths"] if runtime else ()))
     _scrub.hide_host_paths()
     report: dict = {"fresh_process_per_run": True, "closed_fds": True,
                     "cleared_env": set(os.environ) <= {"LC_CTYPE"},  # set by Python itself

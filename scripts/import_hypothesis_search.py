@@ -8,7 +8,9 @@ each file holds). Only the documented format is used (docs/import.md): every ARC
 is a case (``<task>#<i>`` when the task has several), its training pairs are the examples, the family
 is the task (ARC: every task its own family), programs define ``transform_grid``, and the selected
 program (after the source's repairs, which the bundle does not hold) is a one-attempt chain, with
-the model named. The bundle has no direct answers. Standard library only.
+the model named. The bundle has no direct answers. Every line asks for the sandbox runtime the
+source harness gave its programs (``RUNTIME``: numpy, as the global ``np``, the grid as an array);
+the import then needs numpy installed. Standard library only.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import sys
 from pathlib import Path
 
 MODEL = "gpt-4-0613"  # the bundle README's "model: gpt4-0613"
+RUNTIME = {"modules": ["numpy"], "globals": {"np": "numpy"}, "input": "array"}  # as the harness ran them
 
 
 def convert(bundle: Path) -> list[dict]:
@@ -33,6 +36,7 @@ def convert(bundle: Path) -> list[dict]:
                 "examples": [{"input": p["input"], "output": p["output"]} for p in task["train"]],
                 "test": {"input": pair["input"], "output": pair["output"]},
                 "entry": "transform_grid",
+                "runtime": RUNTIME,
                 "programs": [[{"code": row["selected_program"], "model": MODEL}]],
             })
     return lines

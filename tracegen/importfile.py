@@ -7,6 +7,8 @@ One case per line::
      "examples": [{"input": V, "output": V}, ...],      # >= 1 public examples
      "test": {"input": V, "output": V | null},          # the hidden answer; null: traced, not scored
      "entry": "transform",                              # optional: the function programs define
+     "runtime": {"modules": ["numpy"], "globals": {"np": "numpy"}, "input": "array"},
+                                                        # optional: the sandbox runtime (every line the same)
      "direct":   [ATTEMPT, ...],                        # optional: direct answers; the first is DIRECT's
      "programs": [[ATTEMPT, ...], ...]}                 # optional: samples; each a chain: write, then repairs
 
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-TOP_KEYS = ("case_id", "family", "examples", "test", "entry", "direct", "programs")
+TOP_KEYS = ("case_id", "family", "examples", "test", "entry", "runtime", "direct", "programs")
 REQUIRED = ("case_id", "family", "examples", "test")
 ANSWER_KEYS = ("text", "answer", "code")  # exactly one per attempt
 EXTRA_KEYS = ("model", "prompt", "tokens", "logprobs", "finish_reason", "gen_ms")
@@ -69,6 +71,7 @@ class ImportedCase:
     direct: tuple[Attempt, ...]
     programs: tuple[tuple[Attempt, ...], ...]
     line: int
+    runtime: dict | None = None  # the sandbox runtime the line asks for (``sandbox.Runtime.as_json``)
 
     @property
     def attempts(self) -> int:
@@ -102,6 +105,11 @@ class ImportFile:
     @property
     def longest_chain(self) -> int:
         return max((len(ch) for c in self.cases for ch in c.programs), default=0)
+
+    @property
+    def runtime(self) -> dict | None:
+        """The sandbox runtime every line asks for (``read_import_file`` refuses a mix), or None."""
+        return self.cases[0].runtime if self.cases else None
 
 
 def _reject_constant(name: str):
@@ -197,6 +205,14 @@ def _case(obj, line: int) -> ImportedCase:
     test = _object(obj["test"], "test", ("input", "output"), ("input", "output"))
     entry = obj.get("entry", "transform")
     _want(isinstance(entry, str) and entry.isidentifier(), "entry", f"must be a Python function name, got {entry!r}")
+    runtime = None
+    if "runtime" in obj:
+        from sandbox.runtime import Runtime
+
+        try:
+            runtime = Runtime.from_json(obj["runtime"]).as_json()
+        except ValueError as e:
+            raise _Bad("runtime", str(e)) from None
     direct = obj.get("direct", [])
     _want(isinstance(direct, list), "direct", f"must be a list of attempts, got {_typename(direct)}")
     direct = tuple(_attempt(a, f"direct[{i}]", ("text", "answer")) for i, a in enumerate(direct))
@@ -209,7 +225,7 @@ def _case(obj, line: int) -> ImportedCase:
         chains.append(tuple(_attempt(a, f"programs[{j}][{i}]", ("text", "code")) for i, a in enumerate(ch)))
     _want(bool(direct or chains), "direct", "the case holds no attempt (give direct answers, programs or both)")
     return ImportedCase(obj["case_id"], obj["family"], examples, test["input"], test["output"], entry, direct,
-                        tuple(chains), line)
+                        tuple(chains), line, runtime)
 
 
 def read_import_file(path: str | Path) -> ImportFile:
@@ -235,6 +251,10 @@ def read_import_file(path: str | Path) -> ImportFile:
             if case.case_id in seen:
                 raise _Bad("case_id", f"{case.case_id!r} repeats line {seen[case.case_id]}")
             seen[case.case_id] = n
+            # one sandbox runs the whole file: a line whose runtime differs from the first's is bad
+            if cases and case.runtime != cases[0].runtime:
+                raise _Bad("runtime", f"differs from line {cases[0].line}'s (one sandbox runtime per file: give "
+                                      "every line the same one, or none)")
             cases.append(case)
         except _Bad as b:
             bad.append((n, b))
@@ -287,8 +307,9 @@ def _direct_value(direct: dict):
     return direct["value"] if "value" in direct else direct.get("table")
 
 
-def export_case(record: dict) -> dict:
-    """A trace record (as ``read_traces`` gives it) as one line of an import file."""
+def export_case(record: dict, runtime: dict | None = None) -> dict:
+    """A trace record (as ``read_traces`` gives it) as one line of an import file; ``runtime``: the
+    sandbox runtime its run traced with (its run config's ``rollout.sandbox_runtime``)."""
     task = record["task"]
     if "examples" in task:
         examples = [{"input": e["input"], "output": e["output"]} for e in task["examples"]]
@@ -300,6 +321,8 @@ def export_case(record: dict) -> dict:
            "test": {"input": test_input, "output": record["hidden"]["answer"]}}
     if entry != "transform":
         out["entry"] = entry
+    if runtime:
+        out["runtime"] = runtime
     direct = record["direct"]
     chains = [ch for ch in [record["rounds"], *record.get("samples", [])] if ch]
     # a live backend's record names its model once; an imported one per attempt (or not at all)

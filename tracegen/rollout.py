@@ -88,9 +88,20 @@ class RolloutConfig:
     # backends (hf, vllm) want whole waves, and hf's batch composition (so its sampling seeds)
     # follows the call, so only synth slices by default.
     request_slice: int = 0
+    # The sandbox's optional runtime (``sandbox.Runtime.as_json``: numpy for programs written for
+    # it), or None: the standard library only. No flag: an import file asks for it (docs/import.md);
+    # a config file may set it ([rollout] sandbox_runtime = {modules = ["numpy"], ...}).
+    sandbox_runtime: dict | None = None
 
     def __post_init__(self) -> None:
         check(self.max_repairs >= 0, "max_repairs", f"must be >= 0, got {self.max_repairs}")
+        if self.sandbox_runtime is not None:
+            from sandbox.runtime import Runtime
+
+            try:
+                Runtime.from_json(self.sandbox_runtime)
+            except ValueError as e:
+                check(False, "sandbox_runtime", str(e))
         for name in ("exec_timeout_s", "memory_mb", "wave_size", "program_samples"):
             check(getattr(self, name) > 0, name, f"must be > 0, got {getattr(self, name)}")
         for name in ("progress_every", "request_slice"):
