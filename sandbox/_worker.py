@@ -29,7 +29,7 @@ WAKE_S = 0.05
 
 SOURCE_DIR = os.path.dirname(os.path.abspath(__file__))
 MODULES = ("_wire", "_kernel", "_seccomp", "policy", "_optional", "_child", "_scrub", "_confine",
-           "zygote")  # dependency order
+           "_collect", "zygote")  # dependency order
 
 # The worker's whole command line (``python -s -S -B -c BOOT``): it names no path but the
 # interpreter's (which the worker overwrites in its own memory, ``_scrub.scrub``). The sandbox's

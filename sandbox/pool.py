@@ -52,7 +52,7 @@ from .result import OutputLimits, RunResult, clean_message, decode_message, deco
 from .runtime import Runtime
 
 GRACE_S = 2.0
-WALL_FACTOR = 20.0  # the worker's wall-clock hard cap, as a multiple of the CPU limit (zygote.py)
+WALL_FACTOR = 20.0  # the worker's wall-clock hard cap, as a multiple of the CPU limit (_collect.py)
 PIPELINE_BYTES = 16 << 10  # a request this small fits in a pipe behind a running one
 MAX_CODE_CHARS = 100_000
 MIN_MEMORY_MB = 16
