@@ -25,7 +25,9 @@ def test_the_rule_uses_a_confidence_feature_that_separates_right_from_wrong():
         rule, _, _ = fit_learned_rule(env, env.split("train"), env.split("dev"), cfg)
         right, n, _ = env.right_and_cost(rule, env.split("test"))
         assert (right, n) == (want, 12) if want == 12 else right <= want
-        assert ("direct_logprob_mean" in rule.describe()) == (want == 12)
+        # the constructed answers' mean and min log-probability separate alike: the tree may
+        # split on either (which one is a tie, broken by sklearn's draw over the columns)
+        assert ("direct_logprob_" in rule.describe()) == (want == 12)
 
 
 @pytest.fixture(scope="module")
