@@ -2,13 +2,15 @@
 optional packages before the worker confines itself, and what a run's child does with them.
 
 ``load`` (the worker, once, before its namespaces) imports the packages and their lazily loaded
-submodules (``policy.OPTIONAL_PRELOAD``) from the folders the parent named, with every BLAS/OpenMP
-pool pinned to one thread, and checks the worker still has one thread; it then lets programs
-import them (``policy.allow_optional``, ``MODULES``), binds the ``GLOBALS`` every program gets,
-and seeds numpy's legacy generator. In a child, ``_child.execute`` hands the entry function
-``as_array(input)`` when ``ARRAY_INPUT`` is set, and passes its result through ``plain_output``
-whenever numpy is loaded. A worker without a runtime never calls ``load``: ``MODULES`` and
-``GLOBALS`` stay empty, ``NUMPY`` None, and nothing here runs.
+submodules (``policy.OPTIONAL_PRELOAD``: numpy's, scipy's) from the folders the parent named, with
+every BLAS/OpenMP pool pinned to one thread, and checks the worker still has one thread; it then
+lets programs import them (``policy.allow_optional``, ``MODULES``), binds the ``GLOBALS`` every
+program gets, and seeds numpy's legacy generator. ``self_tests`` names each loaded package's
+self-test, which the worker runs under every protection before it serves. In a child,
+``_child.execute`` hands the entry function ``as_array(input)`` when ``ARRAY_INPUT`` is set, and
+passes its result through ``plain_output`` whenever numpy is loaded. A worker without a runtime
+never calls ``load``: ``MODULES`` and ``GLOBALS`` stay empty, ``NUMPY`` None, and nothing here
+runs.
 
 Loaded both as ``sandbox._optional`` and as a top-level module inside the worker, so it imports
 only the standard library (and, in ``load``, the packages it was asked for).
@@ -28,10 +30,12 @@ GLOBALS: dict = {}  # name -> module, put in every program's namespace
 NUMPY = None  # the numpy module when the runtime has it: its arrays and scalars are converted
 ARRAY_INPUT = False  # a numeric list input is handed over as a numpy array
 
-# What a worker with a numpy runtime runs once in a probe child with every protection that held
-# (numpy must work confined: a filter or limit that breaks it fails the start, it is never
-# dropped) and once itself (its lazy set-up happens there, not in every child).
-SELF_TEST = """
+# What a worker runs for each optional package it loaded, once in a probe child with every
+# protection that held (the package must work confined: a filter or limit that breaks it fails
+# the start, it is never dropped) and once itself (its lazy set-up happens there, not in every
+# child). Each touches the parts most likely to need a file, a thread or a syscall at call time:
+# LAPACK, qhull (its messages go through a memory stream), the sparse graph code, pocketfft.
+SELF_TESTS = {"numpy": """
 import numpy
 def transform(x):
     a = numpy.arange(1, 5).reshape(2, 2)
@@ -39,7 +43,28 @@ def transform(x):
     v, n = numpy.unique(b, return_counts=True)
     m = numpy.linalg.inv(numpy.eye(3) * 2) @ numpy.ones(3)
     return [[str(int(b.sum())), str(len(v)), str(float(m[0])), str(numpy.argwhere(b).shape)]]
-"""
+""", "scipy": """
+import numpy
+from scipy import fft, interpolate, linalg, ndimage, optimize, signal, sparse, spatial, special, stats
+from scipy.cluster import vq
+def transform(x):
+    g = numpy.array([[1, 1, 0, 0], [0, 0, 0, 2], [3, 0, 2, 2]])
+    labels, n = ndimage.label(g > 0)
+    box = ndimage.find_objects(labels)[0]
+    mode = stats.mode(g, axis=None).mode
+    conv = signal.convolve2d(g, numpy.ones((2, 2)), mode="valid")
+    hull = spatial.ConvexHull([[0, 0], [2, 0], [0, 2], [2, 2], [1, 1]])
+    tree = spatial.cKDTree(numpy.argwhere(g)).query([0, 0])[0]
+    comps = sparse.csgraph.connected_components(sparse.csr_matrix(g[:, :3] > 0))[0]
+    solved = linalg.solve(numpy.eye(2) * 2, [2, 4])
+    root = optimize.brentq(lambda t: t * t - 4, 0, 5)
+    line = interpolate.interp1d([0, 2], [0, 4])(1)
+    codes = vq.vq(numpy.array([[0.0], [3.0]]), numpy.array([[0.0], [2.0]]))[0]
+    return [[str(n), str(box), str(int(mode)), str(int(conv.sum())), str(len(hull.vertices)),
+             str(float(tree)), str(comps), str(solved.tolist()), str(round(root, 6)),
+             str(float(line)), str(codes.tolist()), str(int(special.comb(5, 2))),
+             str(round(float(fft.rfft([1, 0, 0, 0])[1].real), 6))]]
+"""}
 
 
 def load(runtime: dict) -> None:
@@ -66,6 +91,11 @@ def load(runtime: dict) -> None:
     ARRAY_INPUT = bool(runtime["array_input"]) and NUMPY is not None
     if NUMPY is not None:  # as ``random``: every run starts from the same legacy global state
         NUMPY.random.seed(0)
+
+
+def self_tests() -> list:
+    """(package, self-test program) for each package this worker loaded (none without a runtime)."""
+    return [(name, SELF_TESTS[name]) for name in sorted(MODULES)]
 
 
 def as_array(value):

@@ -63,13 +63,34 @@ OPTIONAL_PRELOAD = {
     "numpy": ("numpy.linalg", "numpy.fft", "numpy.random", "numpy.ma", "numpy.polynomial",
               "numpy.lib.stride_tricks", "numpy.exceptions", "numpy.dtypes", "numpy.strings",
               "numpy.char", "numpy.rec"),
+    # scipy loads every subpackage lazily (``scipy.ndimage`` on first use): the ones a program
+    # that transforms a grid or a table plausibly uses, and the modules they pull in that a
+    # program names (``scipy.sparse.csgraph``, ``scipy.spatial.distance`` ...). Together a
+    # worker starts about 2.6 s later than with numpy alone and each run's fork costs about twice
+    # the CPU (~900 memory mappings instead of ~190; docs/sandbox.md). ``scipy.stats`` and
+    # ``scipy.signal`` each pull in most of it and are what programs use most: none is left out.
+    "scipy": ("scipy.ndimage", "scipy.stats", "scipy.signal", "scipy.spatial", "scipy.special",
+              "scipy.linalg", "scipy.optimize", "scipy.interpolate", "scipy.sparse",
+              "scipy.cluster", "scipy.fft", "scipy.integrate", "scipy.constants",
+              "scipy.sparse.csgraph", "scipy.sparse.linalg", "scipy.spatial.distance",
+              "scipy.spatial.transform", "scipy.cluster.hierarchy", "scipy.cluster.vq",
+              "scipy.signal.windows", "scipy.stats.qmc", "scipy.stats.contingency",
+              "scipy.linalg.blas", "scipy.linalg.lapack"),
 }
 # What the check refuses inside an optional package (as an import or as an attribute of any
-# name): the foreign-function layer and the build and test tools. Never pre-imported either, so
-# even a program that slips past the check cannot load them (no files to load from).
+# name): the foreign-function layer, files, downloads, and the build and test tools. Never
+# pre-imported either (but ``scipy._lib``, which scipy runs on), so even a program that slips past
+# the check cannot load them (no files to load from); docs/sandbox.md says why each.
 OPTIONAL_REFUSED = {
     "numpy": ("numpy.ctypeslib", "numpy.f2py", "numpy.distutils", "numpy.testing"),
+    # ``io``: files (``loadmat``, ``savemat``, ``wavfile``, ``mmread``, ``netcdf_file``);
+    # ``datasets``: downloads into a cache folder; ``misc``: deprecated, once image files;
+    # ``_lib``: internals (raw capsules from addresses, test runners, process pools);
+    # ``LowLevelCallable``: scipy's foreign-function layer (calls a C function pointer).
+    "scipy": ("scipy.io", "scipy.datasets", "scipy.misc", "scipy._lib", "scipy.LowLevelCallable"),
 }
+# An optional package that needs another in the same runtime (scipy is built on numpy).
+OPTIONAL_NEEDS = {"scipy": ("numpy",)}
 # The optional packages this process allows (``allow_optional``, called once in a worker whose
 # sandbox asked for them, before any run); empty everywhere else.
 _OPTIONAL: frozenset = frozenset()

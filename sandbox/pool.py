@@ -154,7 +154,7 @@ class Sandbox:
     """A pool of ``workers`` worker processes; use as a context manager or call ``close()``.
 
     ``ast_check=False`` switches off the courtesy AST check (the hostile-program tests do, to show the
-    kernel-level limits hold on their own). ``runtime`` (``sandbox.Runtime``) adds numpy on request
+    kernel-level limits hold on their own). ``runtime`` (``sandbox.Runtime``) adds numpy (and scipy) on request
     (``RuntimeUnavailable`` if not installed). Raises ``WorkerError`` if a worker cannot start.
     """
 

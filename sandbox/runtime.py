@@ -2,16 +2,19 @@
 
     Sandbox(workers=2, runtime=Runtime(modules=("numpy",), globals={"np": "numpy"},
                                        array_input=True))
+    Runtime(modules=("numpy", "scipy"), globals={"np": "numpy"}, array_input=True)  # scipy too
 
 Off by default (``Runtime()`` adds nothing, and a ``Sandbox`` without one runs exactly as before).
 With one, each worker pre-imports the optional packages (``policy.OPTIONAL_PRELOAD``) before it
 confines itself, with every BLAS/OpenMP pool pinned to one thread (``THREAD_ENV``: a worker must
 be single-threaded to enter its namespaces and fork), and the AST check lets programs import them
-(less ``policy.OPTIONAL_REFUSED``). ``globals`` hands a program modules under names it does not
-import (``np``: harnesses that ``exec`` programs often give it); ``array_input`` hands the entry
-function a list input as a numpy array (a list whose array is numeric or boolean; any other
-value as decoded from JSON). Whatever the runtime, numpy arrays and scalars a program returns are
-converted in the child (``tolist()``, ``item()``) before the usual kind and size checks.
+(less ``policy.OPTIONAL_REFUSED``). The optional packages are numpy and scipy; scipy needs numpy
+in the same runtime (``policy.OPTIONAL_NEEDS``). ``globals`` hands a program modules under names
+it does not import (``np``: harnesses that ``exec`` programs often give it); ``array_input``
+hands the entry function a list input as a numpy array (a list whose array is numeric or
+boolean; any other value as decoded from JSON). Whatever the runtime, numpy arrays and scalars a
+program returns are converted in the child (``tolist()``, ``item()``) before the usual kind and
+size checks.
 
 The JSON form (``as_json``/``from_json``: ``{"modules": [...], "globals": {...}, "input":
 "array" | "json"}``) is what the import file and the run's config hold.
@@ -24,7 +27,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from .policy import ALLOWED_MODULES, OPTIONAL_PRELOAD
+from .policy import ALLOWED_MODULES, OPTIONAL_NEEDS, OPTIONAL_PRELOAD
 
 # Set in the worker before the optional packages are imported, removed once they are: each
 # library reads its variable when it loads and then starts no thread of its own.
@@ -56,6 +59,9 @@ class Runtime:
         for m in self.modules:
             if m not in OPTIONAL_PRELOAD:
                 raise ValueError(f"no optional module {m!r} (known: {', '.join(sorted(OPTIONAL_PRELOAD))})")
+            for need in OPTIONAL_NEEDS.get(m, ()):
+                if need not in self.modules:
+                    raise ValueError(f"{m} needs {need} in modules too")
         for name, module in self.globals:
             if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("__"):
                 raise ValueError(f"global {name!r} is not a plain Python name")

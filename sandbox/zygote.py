@@ -7,7 +7,7 @@ with address-space randomisation off, then compiles this module and its siblings
 of any folder of the parent's. It then:
 
 1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never needs the file system,
-   and, when its sandbox asked for the opt-in runtime, numpy (``_optional.load``), then removes
+   and, when its sandbox asked for the opt-in runtime, numpy or numpy and scipy (``_optional.load``), then removes
    every host path from ``sys`` and the modules (``_scrub.hide_host_paths``);
 2. (``_confine``) enters new mount, network, IPC, UTS and PID namespaces where the kernel
    permits (PID: the process forks once, and the copy, pid 1 of the new namespace, serves; when
@@ -145,10 +145,10 @@ def make_plan(limits: dict, ast_check: bool, report: dict, status_fd: int, dev_f
     if fprog is None:
         report["notes"].append("seccomp: no syscall table for this machine")
     plan["required"] = {name: True for name, ok in steps.items() if ok}
-    if _optional.NUMPY is not None:  # every protection that held above must hold numpy too
-        _, failure = probe(plan, _optional.SELF_TEST)
+    for name, program in _optional.self_tests():  # every protection that held must hold them too
+        _, failure = probe(plan, program)
         if failure:
-            raise RuntimeError(f"sandbox runtime self-test failed: {failure}")
+            raise RuntimeError(f"sandbox runtime self-test failed ({name}): {failure}")
     for name in ("drop_uid", "seccomp"):
         steps.setdefault(name, False)
     report.update(steps)
@@ -164,9 +164,8 @@ def warm_up(plan: dict) -> None:
     caches) happens once in the worker instead of in every child."""
     _child.execute(SELF_TEST.encode(), b'[["a","b"]]', SELF_TEST_LIMITS, plan["ast_check"])
     _child.execute(b"import socket\n", b"[]", SELF_TEST_LIMITS, True)  # the slow check path
-    if _optional.NUMPY is not None:
-        _child.execute(_optional.SELF_TEST.encode(), b"[[1,2],[3,4]]", SELF_TEST_LIMITS,
-                       plan["ast_check"])
+    for _, program in _optional.self_tests():
+        _child.execute(program.encode(), b"[[1,2],[3,4]]", SELF_TEST_LIMITS, plan["ast_check"])
     _child.PROGRAM.__dict__.clear()
     resource.getrlimit(resource.RLIMIT_AS)
     try:

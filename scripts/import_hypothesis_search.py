@@ -9,8 +9,9 @@ is a case (``<task>#<i>`` when the task has several), its training pairs are the
 is the task (ARC: every task its own family), programs define ``transform_grid``, and the selected
 program (after the source's repairs, which the bundle does not hold) is a one-attempt chain, with
 the model named. The bundle has no direct answers. Every line asks for the sandbox runtime the
-source harness gave its programs (``RUNTIME``: numpy, as the global ``np``, the grid as an array);
-the import then needs numpy installed. Standard library only.
+source harness gave its programs (``RUNTIME``: numpy, as the global ``np``, and scipy, which one
+program imports (``from scipy import ndimage``); the grid as an array); the import then needs numpy
+and scipy installed. Standard library only.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 
 MODEL = "gpt-4-0613"  # the bundle README's "model: gpt4-0613"
-RUNTIME = {"modules": ["numpy"], "globals": {"np": "numpy"}, "input": "array"}  # as the harness ran them
+RUNTIME = {"modules": ["numpy", "scipy"], "globals": {"np": "numpy"}, "input": "array"}  # as the harness ran them
 
 
 def convert(bundle: Path) -> list[dict]:

@@ -1,7 +1,8 @@
 """An import file's ``runtime`` (docs/import.md): numpy programs written for a harness that gave them
 ``np`` and the grid as an array run as they did there; the run's config records the runtime and the
 export writes it back; without it the same programs fail as before; bad values, a mix of runtimes
-and a missing numpy are one-line errors (exit 2) before anything is written."""
+and a missing numpy or scipy are one-line errors (exit 2) before anything is written; a scipy program runs
+with numpy and scipy in the runtime."""
 from __future__ import annotations
 
 import json
@@ -96,7 +97,8 @@ def test_without_the_runtime_the_same_programs_fail_as_before(tmp_path):
 
 
 @pytest.mark.parametrize("runtime,problem", [
-    ({"modules": ["scipy"]}, "no optional module 'scipy' (known: numpy)"),
+    ({"modules": ["torch"]}, "no optional module 'torch' (known: numpy, scipy)"),
+    ({"modules": ["scipy"]}, "scipy needs numpy in modules too"),
     ({"modules": ["numpy"], "input": "tensor"}, "input must be 'json' or 'array', got 'tensor'"),
     ("numpy", "must be an object with modules, globals, input; got str"),
 ])
@@ -131,4 +133,37 @@ def test_a_missing_numpy_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: the sandbox runtime needs numpy, which is not installed for ") and "\n" not in err
     assert err.endswith("(pip install numpy)")
+    assert not (tmp_path / "root").exists()
+
+
+SCIPY_RUNTIME = {"modules": ["numpy", "scipy"], "globals": {"np": "numpy"}, "input": "array"}
+SCIPY_LINE = {"case_id": "count/objects", "family": "objects", "entry": "transform_grid", "runtime": SCIPY_RUNTIME,
+              "examples": [{"input": [[1, 0, 1]], "output": 2}, {"input": [[1, 1], [0, 0]], "output": 1}],
+              "test": {"input": [[1, 0, 0], [0, 0, 1], [1, 0, 1]], "output": 3},
+              "programs": [[{"code": "from scipy import ndimage\n\ndef transform_grid(grid):\n"
+                                     "    return ndimage.label(grid > 0)[1]\n", "model": "m"}]]}
+
+
+def test_a_scipy_program_passes_with_numpy_and_scipy(tmp_path):
+    root = tmp_path / "root"
+    r = cli("import", write(tmp_path / "scipy.jsonl", [SCIPY_LINE]), "--root", root, "--no-progress")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "sandbox runtime numpy, scipy (np = numpy as a global, input as an array)" in r.stdout
+    rec = records(root)["count/objects"]
+    assert rec["rounds"][0]["visible_pass"] and rec["rounds"][0]["test_output"] == 3
+    assert rec["hidden"]["rounds"][0]["hidden_exact"] is True
+    assert tomllib.loads((root / "reports" / "config.toml").read_text())["rollout"]["sandbox_runtime"] == SCIPY_RUNTIME
+
+
+def test_a_missing_scipy_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    from controller.importer import import_main
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "scipy" else found(name, *a))
+    assert import_main([str(write(tmp_path / "scipy.jsonl", [SCIPY_LINE])), "--root", str(tmp_path / "root")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: the sandbox runtime needs scipy, which is not installed for ") and "\n" not in err
+    assert err.endswith("(pip install scipy)")
     assert not (tmp_path / "root").exists()
