@@ -356,12 +356,15 @@ sys.modules["transform_program"] = PROGRAM
 
 
 def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True,
-            start_fd: int | None = None, kind: str = "table", entry: str = _wire.ENTRY):
+            start_fd: int | None = None, kind: str = "table", entry: str = _wire.ENTRY,
+            optional: bool = True):
     """Run one program; returns ``(error name or None, payload bytes)``.
 
     The program's ``entry`` function gets the input decoded from JSON; its result must be of
     ``kind`` (``_wire.KINDS``). With ``start_fd``, ``TAG_START`` is written there just before
-    the program's first line runs.
+    the program's first line runs. ``optional``: whether to apply the opt-in runtime's globals
+    and conversions (``_optional``); a run's child passes its worker's plan, so a worker without
+    a runtime never touches that module (each object a child touches costs it a page fault).
     """
     try:
         source = code.decode("utf-8")
@@ -379,7 +382,8 @@ def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True
     namespace.clear()
     namespace["__builtins__"] = SAFE_BUILTINS
     namespace["__name__"] = "transform_program"
-    namespace.update(_optional.GLOBALS)
+    if optional:
+        namespace.update(_optional.GLOBALS)
     if start_fd is not None:
         os.write(start_fd, _START)
     try:
@@ -392,11 +396,14 @@ def execute(code: bytes, table_json: bytes, limits: dict, ast_check: bool = True
         if not callable(fn):
             return "no_transform", _msg(f"{entry} is {_tname(fn)}, not a function")
         value = json.loads(table_json)
-        out = fn(_optional.as_array(value) if _optional.ARRAY_INPUT else value)
-        if _optional.NUMPY is not None:
-            out, why = _optional.plain_output(out, limits)
-            if why:
-                return "bad_output", _msg(why)
+        if not optional:
+            out = fn(value)
+        else:
+            out = fn(_optional.as_array(value) if _optional.ARRAY_INPUT else value)
+            if _optional.NUMPY is not None:
+                out, why = _optional.plain_output(out, limits)
+                if why:
+                    return "bad_output", _msg(why)
         # looked up by name each run: a hostile test replaces check_output to show the parent
         # checks again
         if kind == "table":
@@ -446,7 +453,7 @@ def main(req_fd: int, code_len: int, table_len: int, plan: dict, kind: int = 0,
         body = body[entry_len:]
         error, payload = execute(body[:code_len], body[code_len:], plan["limits"],
                                  plan["ast_check"], start_fd=4, kind=_wire.KINDS[kind],
-                                 entry=entry)
+                                 entry=entry, optional=plan["optional"])
     except Refused as exc:
         error, payload = "crash", _msg(f"sandbox setup failed: {exc}")
     except MemoryError:

@@ -7,8 +7,9 @@ with address-space randomisation off, then compiles this module and its siblings
 of any folder of the parent's. It then:
 
 1. pre-imports the allowed modules (``policy.PRELOAD``), so a run never needs the file system,
-   and, when its sandbox asked for the opt-in runtime, numpy or numpy and scipy (``_optional.load``), then removes
-   every host path from ``sys`` and the modules (``_scrub.hide_host_paths``);
+   and, when its sandbox asked for the opt-in runtime, numpy or numpy and scipy
+   (``_optional.load``), then removes every host path from ``sys`` and the modules
+   (``_scrub.hide_host_paths``);
 2. (``_confine``) enters new mount, network, IPC, UTS and PID namespaces where the kernel
    permits (PID: the process forks once, and the copy, pid 1 of the new namespace, serves; when
    it dies the kernel kills every process left in the namespace) and a time namespace for what
@@ -388,6 +389,7 @@ def main(options: dict) -> None:
         plan = make_plan(options["limits"], options["ast_check"], report, status_fd, dev_fd)
         plan["last_pid_fd"] = last_pid
         plan["proc_fd"] = proc_fd
+        plan["optional"] = bool(runtime)  # without a runtime a child never reads _optional
         warm_up(plan)
         gc.collect()
         report["host_paths_scrubbed"] = _scrub.scrub(paths, maps_fd) >= 0
