@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from controller.report.fmt import table
+from controller.report.fmt import cases_have, table
 
 
 def _pct(x) -> str:
@@ -25,7 +25,7 @@ def ceiling_md(s: Mapping) -> list[str]:
             f"spends {c['always_tool_generations']} program generations; stopping each case at its earliest safe point "
             f"(answer directly where that loses nothing against always-tool) spends {c['always_tool_generations'] - c['gap_generations']}: "
             f"a gap of {c['gap_generations']}. At the commit point, direct vs program changes accuracy only: "
-            f"{c['commit_direct_wins']} cases have the direct answer right and the committed program wrong"
+            f"{cases_have(c['commit_direct_wins'])} the direct answer right and the committed program wrong"
             + (f"; with every one of the K = {c['k']} samples drawn (as the headroom counts), {c['sample_wins']} have "
                "another passing sample right while the commit is wrong" if c.get("k", 1) > 1 else "") + ".", ""]
     if c.get("nothing_to_learn"):  # every "learnable" share below would be a share of nothing

@@ -9,6 +9,11 @@ from controller.env.registry import ordered as ordered_policies
 SPLIT_ORDER = ("train", "dev", "test")
 
 
+def cases_have(n) -> str:
+    """'1 case has' / '3 cases have': the count a sentence opens with."""
+    return f"{n} case has" if n == 1 else f"{n} cases have"
+
+
 def pct(x) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from controller.env.registry import BEST_FIXED, ORACLE
+from controller.report.fmt import cases_have
 
 DOC = "docs/results.md"
 STUDIES = (("results/foofah", "Foofah K = 1"), ("results/foofah_k3", "Foofah K = 3"), ("results/library", "library"))
@@ -125,7 +126,7 @@ def ceiling(ss: Mapping) -> str:
                 for p in c["points"]]
         out += [f"**{label}** (`{w}/`): {c.get('n')} cases of {c.get('families')} families; always-tool spends "
                 f"{c.get('always_tool_generations')} program generations, a gap of {c.get('gap_generations')} to "
-                f"stopping each case at its earliest safe point; {c.get('commit_direct_wins')} cases have the direct "
+                f"stopping each case at its earliest safe point; {cases_have(c.get('commit_direct_wins'))} the direct "
                 "answer right and the committed program wrong.", ""]
         out += _table(["decision point", "cases", "safe to stop", "saved if every safe case stops there",
                        "share of gap", f"out-of-family AUC ({' / '.join(models)})"], rows)
