@@ -13,7 +13,10 @@ measure. It prints runs/s of each and their ratio, median and p99 latency, and t
 run (parent + workers + children; the workers are closed gracefully so their children's time is
 counted). Both ways must produce the same outputs, or it exits 1. The sandbox needs both cores
 and the baseline one, so other load on the machine lowers the ratio: the script prints the load
-average it started under, and the ratio of CPU per run, which load barely moves.
+average it started under, and the ratio of CPU per run, which load barely moves. The baseline
+also moves with the interpreter's start (``.pth`` files in site-packages run at every ``-I``
+start): the script prints an empty start with ``-I`` and with ``-I -S`` first, so a ratio can be
+read against the machine it was measured on.
 
 With ``--old REF`` the sandbox package of that git commit (``git archive``) is loaded beside
 this one as ``sandbox_old``, and each of ``--rounds`` rounds measures, one after the other,
@@ -173,6 +176,20 @@ def run_baseline(items, timeout_s: float):
     return outputs, latencies
 
 
+def interpreter_start_ms(flags: list[str], n: int = 15) -> float:
+    """Median wall time of ``python FLAGS -c pass``: what the baseline pays before any work.
+
+    Printed beside the baseline because it moves with the machine, not the sandbox: ``.pth``
+    files in site-packages (an editable install's finder, a host's start-up hooks) run at every
+    ``-I`` start and can double it; ``-S`` skips them."""
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, *flags, "-c", "pass"], check=True)
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
 def cpu_now() -> float:
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
@@ -227,6 +244,9 @@ def main() -> int:
     print(f"workload: {len(PROGRAMS)} programs x {args.per_program} tables = {len(items)} runs; "
           f"each sandbox repeats it {args.repeat}x with {args.workers} workers on "
           f"{os.cpu_count()} CPUs; {args.rounds} round(s)")
+    start_ms = {"-I": interpreter_start_ms(["-I"]), "-I -S": interpreter_start_ms(["-I", "-S"])}
+    print(f"an empty interpreter start: {start_ms['-I']:.1f} ms with -I (the baseline's), "
+          f"{start_ms['-I -S']:.1f} ms with -I -S (without site-packages' .pth files)")
     print(f"{'round':>5} {'':10}{'runs/s':>9}{'median ms':>11}{'p99 ms':>9}{'CPU ms/run':>12}"
           f"{'ratio':>8}{'load':>7}")
     rounds, mismatches, protections = [], 0, {}
@@ -271,6 +291,7 @@ def main() -> int:
             json.dump({"rounds": rounds, "summary": summary, "mismatches": mismatches,
                        "workers": args.workers, "runs_per_pass": len(items),
                        "repeat": args.repeat, "cpus": os.cpu_count(),
+                       "interpreter_start_ms": start_ms,
                        "protections": protections}, fh, indent=2)
     return 1 if mismatches else 0
 
