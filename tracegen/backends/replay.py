@@ -18,6 +18,7 @@ import json
 
 from .base import Backend, BackendConfig, Completion, GenerationRequest, Unanswerable
 from tracegen.errors import ConfigError
+from tracegen.importfile import NOT_RECORDED
 
 Key = tuple[str, str, int, int]  # (case_id, kind, round, sample)
 
@@ -28,20 +29,32 @@ class ReplayMissError(Unanswerable):
     field = "replay_path"
 
 
-def _completion(part: dict) -> Completion:
+def _completion(part: dict, value_field: str) -> Completion:
+    """The stored output of one attempt as the backend that made it gave it: text to parse, or a
+    value taken as already parsed (an imported run's ``given`` answers and programs, whose ``raw``
+    is empty), or nothing (an imported case without a direct answer: ``absent``)."""
+    if part.get("finish_reason") == NOT_RECORDED:
+        return Completion(text="", prompt_tokens=0, completion_tokens=0, latency_ms=None,
+                          finish_reason=NOT_RECORDED, cached=True, absent=True)
+    given = (part.get("parse") or {}).get("status") == "given"
+    prov = {k: part[k] for k in ("model", "prompt") if k in part}
     return Completion(
         text=part.get("raw") or "",
         prompt_tokens=int(part.get("prompt_tokens") or 0),
         completion_tokens=int(part.get("completion_tokens") or 0),
-        latency_ms=float(part.get("gen_ms") or 0.0),
+        latency_ms=None if part.get("gen_ms") is None else float(part["gen_ms"]),  # None: never timed
         finish_reason=part.get("finish_reason") or "stop",
         cached=True,
         logprobs=dict(part["logprobs"]) if isinstance(part.get("logprobs"), dict) else None,  # kept as traced
+        given=(part.get(value_field),) if given else None,
+        provenance=prov or None,
     )
 
 
-def load_replay(path: str) -> tuple[dict[Key, Completion], str | None]:
-    """Index a trace file's raw outputs; returns (index, the model the trace was made with).
+def load_replay(path: str) -> tuple[dict[Key, Completion], str | None, set[str]]:
+    """Index a trace file's raw outputs; returns (index, the model the trace was made with, the
+    cases traced by the ``imported`` backend: for those a request the file holds nothing for is a
+    sample or repair the source never made, answered ``absent`` as the import did).
     A file that cannot be used raises ``ConfigError`` naming ``replay_path``, the file and the line."""
     from tracegen.records import READABLE_VERSIONS
 
@@ -56,7 +69,7 @@ def load_replay(path: str) -> tuple[dict[Key, Completion], str | None]:
     except UnicodeDecodeError as e:
         raise bad(f"not UTF-8 text (bad byte at offset {e.start})") from None
     index: dict[Key, Completion] = {}
-    model = None
+    model, imported = None, set()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -74,20 +87,24 @@ def load_replay(path: str) -> tuple[dict[Key, Completion], str | None]:
         try:
             model = model or rec.get("model")
             cid = rec["case_id"]
+            if rec.get("backend") == "imported":
+                imported.add(cid)
             if isinstance(rec.get("direct"), dict) and "raw" in rec["direct"]:
-                index[(cid, "direct", 0, int(rec["direct"].get("sample", 0)))] = _completion(rec["direct"])
-            rounds = rec.get("rounds") or []
-            if not isinstance(rounds, list):
-                raise TypeError("rounds is not a list")
-            for i, part in enumerate(rounds):
-                rnd = int(part.get("round", i))
-                kind = part.get("kind") or ("write" if rnd == 0 else "fix")
-                index[(cid, kind, rnd, int(part.get("sample", 0)))] = _completion(part)
+                index[(cid, "direct", 0, int(rec["direct"].get("sample", 0)))] = _completion(rec["direct"], "value")
+            rounds, samples = rec.get("rounds") or [], rec.get("samples") or []
+            if not isinstance(rounds, list) or not isinstance(samples, list):
+                raise TypeError("rounds or samples is not a list")
+            # sample 0's chain is ``rounds``; sample j's (K > 1) is ``samples[j - 1]``
+            for j, chain in enumerate([rounds, *samples]):
+                for i, part in enumerate(chain):
+                    rnd = int(part.get("round", i))
+                    kind = part.get("kind") or ("write" if rnd == 0 else "fix")
+                    index[(cid, kind, rnd, int(part.get("sample", j)))] = _completion(part, "code")
         except (AttributeError, TypeError, ValueError) as e:  # a field of the wrong type
             raise bad(f"line {n} is not a trace record the replay can read ({e})") from None
     if not index:
         raise bad("no case records with raw outputs to replay")
-    return index, model
+    return index, model, imported
 
 
 class ReplayBackend(Backend):
@@ -99,7 +116,7 @@ class ReplayBackend(Backend):
         super().__init__(config)
         if not config.replay_path:
             raise ConfigError("the replay backend needs one (a trace file from an earlier run)", "replay_path")
-        self.index, self.trace_model = load_replay(config.replay_path)
+        self.index, self.trace_model, self._imported = load_replay(config.replay_path)
         self._direct = {k[0] for k in self.index if k[1] == "direct"}
 
     def check_cases(self, case_ids: list[str]) -> None:
@@ -117,6 +134,9 @@ class ReplayBackend(Backend):
         out = []
         for r in requests:
             key = (r.task.case_id, r.kind, r.round, r.sample)
+            if key not in self.index and key[0] in self._imported:
+                out.append(_completion({"finish_reason": NOT_RECORDED}, "code"))
+                continue
             if key not in self.index:
                 raise ReplayMissError(
                     f"{self.config.replay_path} has no stored output for case {key[0]!r}, {r.kind} "

@@ -175,3 +175,36 @@ def test_export_then_import_reproduces_the_analysis(tmp_path, k):
         assert all(rec["direct"]["finish_reason"] == "not_recorded" for rec in list(recs.values())[1::3])
         direct_only = _summary(c)["policy_results"]["direct_only"]["test"]
         assert direct_only["n"] > 0
+
+
+def _chains(rec):
+    """What a replay must reproduce of a record: each sample's rounds as parsed and graded."""
+    keep = ("round", "kind", "raw", "code", "parse", "visible_pass", "test_output")
+    return [[{k: x.get(k) for k in keep} for x in chain] for chain in [rec["rounds"], *(rec.get("samples") or [])]]
+
+
+def test_a_replay_of_the_imported_run_reproduces_every_sample(imported, tmp_path):
+    """``--backend replay`` of an imported run with the settings it was made with, the cases read from
+    its trace file: given programs taken as parsed, unparsable text parsed again, the second sample's
+    chain replayed from ``samples``, the samples the source never drew answered absent as the import did."""
+    root, _ = imported
+    traces = Path(root) / "reports" / "fresh_traces.jsonl"
+    r = cli("--backend", "replay", "--replay", traces, "--cases", traces, "--max-repairs", 2,
+            "--program-samples", 2, "--generate-traces", "--root", tmp_path, "--no-progress")
+    assert r.returncode == 0, r.stderr[-3000:]
+    before, after = records(root), records(tmp_path)
+    assert sorted(after) == sorted(before)
+    assert any(rec.get("samples") for rec in before.values())  # the file has a second sample
+    for cid, rec in before.items():
+        assert _chains(after[cid]) == _chains(rec), cid
+        assert after[cid]["hidden"] == rec["hidden"] and after[cid]["direct"]["value"] == rec["direct"]["value"]
+
+
+def test_a_trace_file_as_cases_that_is_no_trace_file_is_one_line(tmp_path):
+    bad = tmp_path / "notes.jsonl"
+    bad.write_text("not json\n{}\n")
+    r = cli("--backend", "replay", "--replay", bad, "--cases", bad, "--generate-traces", "--root", tmp_path / "r",
+            "--no-progress")
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "notes.jsonl" in r.stderr and "--cases" in r.stderr, r.stderr
+    assert not (tmp_path / "r" / "reports" / "fresh_traces.jsonl").exists()

@@ -167,3 +167,37 @@ def test_a_missing_scipy_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     assert err.startswith("error: the sandbox runtime needs scipy, which is not installed for ") and "\n" not in err
     assert err.endswith("(pip install scipy)")
     assert not (tmp_path / "root").exists()
+
+
+GRADES = ("visible_pass", "test_output", "hidden_exact")
+
+
+def test_a_replay_of_the_imported_run_grades_as_it_did(imported, tmp_path):
+    """``--backend replay`` of an imported run: the cases come from the trace file itself (there is no
+    case file), the given programs are taken as parsed, and the programs run with the runtime the
+    replayed run recorded, so every round grades as imported."""
+    root, _ = imported
+    traces = Path(root) / "reports" / "fresh_traces.jsonl"
+    r = cli("--backend", "replay", "--replay", traces, "--cases", traces, "--max-repairs", 0,
+            "--generate-traces", "--root", tmp_path, "--no-progress")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "replay: programs run with the sandbox runtime the replayed run recorded" in r.stdout
+    before, after = records(root), records(tmp_path)
+    assert sorted(after) == sorted(before)
+    for cid, rec in before.items():
+        again = after[cid]
+        assert [{k: x.get(k) for k in (*GRADES, "code")} for x in again["rounds"]] == \
+               [{k: x.get(k) for k in (*GRADES, "code")} for x in rec["rounds"]], cid
+        assert again["rounds"][0]["parse"]["status"] == "given"
+        assert again["hidden"] == rec["hidden"]
+    assert any(x["visible_pass"] for rec in after.values() for x in rec["rounds"])
+
+
+def test_a_replay_without_the_trace_file_as_cases_names_it(imported, tmp_path):
+    root, _ = imported
+    traces = Path(root) / "reports" / "fresh_traces.jsonl"
+    r = cli("--backend", "replay", "--replay", traces, "--generate-traces", "--root", tmp_path, "--no-progress")
+    assert r.returncode == 2
+    last = r.stderr.strip().splitlines()[-1]
+    assert "holds no record of" in last and f"(--cases {traces}, or --limit-total" in last, r.stderr
+    assert not (tmp_path / "reports" / "fresh_traces.jsonl").exists()
