@@ -176,6 +176,10 @@ def test_a_stop_before_any_case_finished_writes_nothing(tmp_path):
     assert read_traces(trace) == []
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow  # ~40 s: the in-process stop above covers the logic; this one sends a real SIGINT
 def test_sigint_mid_wave_through_the_command_keeps_the_wave_and_resume_ends_as_uninterrupted(tmp_path):
     """The command in a child process, one wave of 60 cases: SIGINT once the progress line shows
@@ -198,7 +202,11 @@ def test_sigint_mid_wave_through_the_command_keeps_the_wave_and_resume_ends_as_u
 
     root = tmp_path / "stopped"
     trace = root / "reports" / "fresh_traces.jsonl"
-    proc = subprocess.Popen(args(root), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a terminal's Ctrl-C finds it: a test run started as a background job inherits it
+    # ignored (POSIX shells do that to background commands), Python keeps an ignored SIGINT
+    # ignored, and the command would then trace all 60 cases and exit 0
+    proc = subprocess.Popen(args(root), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_default)
     lines = []
     for line in proc.stderr:  # progress lines: "tracing: 13/60 cases, ..."
         lines.append(line)
