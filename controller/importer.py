@@ -218,7 +218,9 @@ def export_main(argv: list[str]) -> int:
         return 2
     import json
 
-    runtime = _traced_runtime(opts)
+    from controller.run_folder import run_config_path, traced_runtime
+
+    runtime = traced_runtime(run_config_path(opts))
     lines = [json.dumps(export_case(r, runtime), ensure_ascii=False, separators=(",", ":")) for r in records]
     out = Path(args.file)
     tmp = out.with_name(f".{out.name}.export-{os.getpid()}")
@@ -235,20 +237,6 @@ def export_main(argv: list[str]) -> int:
           f"{k}: import it with live-tool-dagger import {out} --root NEW_ROOT --max-repairs {repairs} "
           f"--program-samples {k}")
     return 0
-
-
-def _traced_runtime(opts) -> dict | None:
-    """The sandbox runtime the run traced with, from its run_config.json (None: none, or no file)."""
-    import json
-
-    from controller.run_folder import run_config_path
-
-    try:
-        settings = json.loads(run_config_path(opts).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    rollout = settings.get("config", {}).get("rollout", {}) if isinstance(settings, dict) else {}
-    return rollout.get("sandbox_runtime") if isinstance(rollout, dict) else None
 
 
 def main(argv: list[str]) -> int:

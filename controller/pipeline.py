@@ -24,7 +24,8 @@ from controller.checks import (UsageError, check_flags, check_study, check_trace
 from controller.config import RunConfig, select_cases, selection, trace_config
 from controller.env.traceenv import max_repairs
 from controller.report.outputs import atomic_write_json, atomic_write_text
-from controller.run_folder import reports_dir, run_config_path, run_settings, set_previous_run_aside, trace_path, write_outputs
+from controller.run_folder import (reports_dir, run_config_path, run_settings, set_previous_run_aside, trace_path,
+                                   traced_runtime, write_outputs)
 from controller.study.experiment import ExperimentConfig, run_experiment
 from controller.warm import TRACING_NICE, import_plotting, warm_imports
 
@@ -184,12 +185,8 @@ def _replayed_runtime(cfg: RunConfig, log) -> RunConfig:
         return cfg
     import json
 
-    try:
-        conf = json.loads((Path(cfg.backend.replay_path).parent / "run_config.json").read_text(encoding="utf-8"))
-        runtime = conf["trace_config"].get("sandbox_runtime")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return cfg  # no record of one: the standard library only, as any run
-    if not runtime:
+    runtime = traced_runtime(Path(cfg.backend.replay_path).parent / run_config_path(cfg).name)
+    if not runtime:  # no record of one: the standard library only, as any run
         return cfg
     log(f"replay: programs run with the sandbox runtime the replayed run recorded ({json.dumps(runtime)})")
     return replace(cfg, rollout=replace(cfg.rollout, sandbox_runtime=runtime))

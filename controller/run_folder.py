@@ -158,15 +158,15 @@ def task_summary(records: list[dict]) -> dict:
                                    "of_rounds": len(rounds)}}}
 
 
-def _traced_runtime(cfg) -> dict:
-    """``{"sandbox_runtime": ...}`` when the traces' programs ran with the sandbox's opt-in runtime
-    (numpy; their run_config.json's trace settings say so, whatever this analysis's flags), else {}."""
-    try:  # (checked before the analysis began: controller.checks.read_run_config)
-        conf = json.loads(run_config_path(cfg).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    runtime = (conf.get("trace_config") or {}).get("sandbox_runtime") if isinstance(conf, dict) else None
-    return {"sandbox_runtime": runtime} if runtime else {}
+def traced_runtime(run_config_file) -> dict | None:
+    """The sandbox runtime a run's programs ran with (its run_config.json's trace settings), or None:
+    the standard library only, or no readable file. What a re-analysis's summary, an export and a
+    replay of that run read."""
+    try:
+        conf = json.loads(Path(run_config_file).read_text(encoding="utf-8"))
+        return (conf.get("trace_config") or {}).get("sandbox_runtime") or None
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def write_outputs(cfg, result, records, timing, t0, log) -> dict:
@@ -184,6 +184,7 @@ def write_outputs(cfg, result, records, timing, t0, log) -> dict:
         per_seed = [{"split_seed": s, "records": [{**o, "policy": p} for p, outs in result.cv_pooled.items()
                                                   for o in outs]}]
     cases = _traced_cases(cfg)
+    runtime = traced_runtime(run_config_path(cfg))  # (checked before the analysis: checks.read_run_config)
     full = {
         # every setting as config.toml spells it, what the run resolved, and the case set's digest
         "config": {**run_settings(cfg), "cases": cases, "case_set": case_set_name(cases),
@@ -193,7 +194,7 @@ def write_outputs(cfg, result, records, timing, t0, log) -> dict:
         # what made the traces (a re-analysis's own backend flags did not): the records' backend and model
         "traces": {"backend": ", ".join(sorted({r["backend"] for r in records})),
                    "model": ", ".join(dict.fromkeys(r["model"] for r in records)),
-                   **_traced_runtime(cfg)},
+                   **({"sandbox_runtime": runtime} if runtime else {})},
         **task_summary(records),
         **summary,
         "sandbox": protections(),

@@ -48,7 +48,8 @@ def _models(case) -> list[str]:
                               if "model" in a.meta))
 
 
-def _absent() -> Completion:
+def absent() -> Completion:
+    """No output was recorded for this request (the replay of an imported run answers the same)."""
     return Completion(text="", prompt_tokens=0, completion_tokens=0, latency_ms=None, finish_reason=NOT_RECORDED,
                       cached=True, absent=True)
 
@@ -121,7 +122,7 @@ class ImportedBackend(Backend):
         for r in requests:
             a = self.attempt(r.task.case_id, r.kind, r.round, r.sample)
             if a is None:
-                out.append(_absent())
+                out.append(absent())
                 continue
             self.asked.add((r.task.case_id, r.kind, r.round, r.sample))
             out.append(_completion(a))

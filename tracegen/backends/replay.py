@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 from .base import Backend, BackendConfig, Completion, GenerationRequest, Unanswerable
+from .imported import absent
 from tracegen.errors import ConfigError
 from tracegen.importfile import NOT_RECORDED
 
@@ -34,8 +35,7 @@ def _completion(part: dict, value_field: str) -> Completion:
     value taken as already parsed (an imported run's ``given`` answers and programs, whose ``raw``
     is empty), or nothing (an imported case without a direct answer: ``absent``)."""
     if part.get("finish_reason") == NOT_RECORDED:
-        return Completion(text="", prompt_tokens=0, completion_tokens=0, latency_ms=None,
-                          finish_reason=NOT_RECORDED, cached=True, absent=True)
+        return absent()
     given = (part.get("parse") or {}).get("status") == "given"
     prov = {k: part[k] for k in ("model", "prompt") if k in part}
     return Completion(
@@ -135,7 +135,7 @@ class ReplayBackend(Backend):
         for r in requests:
             key = (r.task.case_id, r.kind, r.round, r.sample)
             if key not in self.index and key[0] in self._imported:
-                out.append(_completion({"finish_reason": NOT_RECORDED}, "code"))
+                out.append(absent())
                 continue
             if key not in self.index:
                 raise ReplayMissError(
