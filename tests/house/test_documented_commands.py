@@ -274,10 +274,14 @@ def test_documented_block_in_order(block, tmp_path, smoke_traces):
     for c in slow_blocks()[block]:
         replay = c.flag("--replay")
         if isinstance(replay, str) and not (cwd / replay).exists():
-            # the run it re-grades (a model run in the docs): the synthesizer's traces of the whole set
+            # the run it re-grades (a model run in the docs): the synthesizer's traces of the whole set,
+            # made with the chain settings the replay gives (a replay asks for what its run made)
             made = Path(replay).parent.parent
+            settings = [w for f in ("--max-repairs", "--program-samples") if isinstance(c.flag(f), str)
+                        for w in (f, c.flag(f))]
             r = subprocess.run([sys.executable, str(CLI), "--root", str(cwd / made), "--generate-traces",
-                                "--no-progress"], cwd=cwd, capture_output=True, text=True, timeout=3600)
+                                "--no-progress", *settings], cwd=cwd, capture_output=True, text=True,
+                               timeout=3600)
             assert r.returncode == 0, r.stderr[-3000:]
         if reanalysis(c) and not (root_of(c, cwd) / "reports" / "fresh_traces.jsonl").exists():
             give_traces(smoke_traces, root_of(c, cwd))

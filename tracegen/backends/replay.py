@@ -141,6 +141,7 @@ class ReplayBackend(Backend):
                 raise ReplayMissError(
                     f"{self.config.replay_path} has no stored output for case {key[0]!r}, {r.kind} "
                     f"round {r.round} sample {r.sample}: the replayed run asks for a generation the "
-                    "original run never made (changed sandbox or max_repairs?)")
+                    "original run never made (a changed sandbox, or --max-repairs / --program-samples other than "
+                    "the replayed run's?)")
             out.append(self.index[key])
         return [Completion(**vars(c)) for c in out]  # copies: callers may annotate them
