@@ -101,6 +101,7 @@ class Worker:
         # A reply is never bigger than an output at its limit (or the ready report): a worker
         # that claims more is broken, and the parent buffers nothing more of it.
         self.max_reply = options["limits"]["max_bytes"] + (1 << 16)
+        self.cpu = options.get("cpu")  # the CPU it pins itself to (None: not pinned)
         self.cwd = cwd
         self.proc: subprocess.Popen | None = None
         self.buf = bytearray()
