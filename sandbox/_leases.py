@@ -10,8 +10,9 @@ workers never learn its name.
 the run's child) one after the other. Left to the scheduler, the child of a fork is placed on
 the idlest CPU, so a run hops between CPUs: each hand-over is a wake-up by inter-processor
 interrupt, and each copy-on-write fault of the child flushes the TLB of every CPU its address
-space has been on. A worker pinned to one CPU (it calls ``sched_setaffinity`` on itself before
-it forks anything, ``zygote.main``) keeps all of that on one CPU: docs/sandbox.md has the
+space has been on. A worker pinned to one CPU (the parent pins it before sending its boot
+frame, ``Worker.spawn``, so it forks nothing before and never learns the CPU) keeps all of that
+on one CPU: docs/sandbox.md has the
 figures. Pinning is safe only when the pinned CPUs are not everybody's: two processes that
 each pinned their worker 0 to CPU 0 would share it while other CPUs idle. So CPUs are leased,
 one lock file per CPU in the temporary directory (``sandbox-cpu-N.lock``): a worker is pinned

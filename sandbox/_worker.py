@@ -96,12 +96,12 @@ class WorkerEnded(RuntimeError):
 
 
 class Worker:
-    def __init__(self, options: dict, cwd: str):
+    def __init__(self, options: dict, cwd: str, cpu: int | None = None):
         self.boot = boot_frame(options)  # under the 64 KiB of a pipe: spawn never blocks
         # A reply is never bigger than an output at its limit (or the ready report): a worker
         # that claims more is broken, and the parent buffers nothing more of it.
         self.max_reply = options["limits"]["max_bytes"] + (1 << 16)
-        self.cpu = options.get("cpu")  # the CPU it pins itself to (None: not pinned)
+        self.cpu = cpu  # the CPU it runs on (None: wherever the scheduler puts it)
         self.cwd = cwd
         self.proc: subprocess.Popen | None = None
         self.buf = bytearray()
@@ -141,6 +141,14 @@ class Worker:
             self.kill()
             raise WorkerEnded("this worker has been ended")
         os.set_blocking(self.rfd, False)
+        if self.cpu is not None:
+            # Pinned here, before the boot frame is sent: until it has read it, the process forks
+            # nothing (all it starts inherits this), and it never learns the CPU (nothing in one
+            # worker may differ from another's: a run could see it)
+            try:
+                os.sched_setaffinity(proc.pid, {self.cpu})
+            except OSError:  # the parent's cpuset changed since the lease: run unpinned
+                pass
         try:
             _wire.write_all(self.proc.stdin.fileno(), self.boot)
         except OSError:

@@ -20,7 +20,8 @@ worker).
 
 The ``sandbox-XXXXXXXX`` folder in the temporary directory holds only a lock file, ``flock``-ed
 for the ``Sandbox``'s life; a later ``Sandbox`` removes a folder only when it can take that lock
-(its owner is gone), which holds across pid namespaces. The workers never learn its name.
+(its owner is gone), which holds across pid namespaces. The workers never learn its name. Each
+worker is pinned to a CPU its ``Sandbox`` leased, where one is free (``_leases.py``).
 
 Not covered: sharing one ``Sandbox`` across processes (use one per process; a ``Sandbox`` used
 after ``fork`` raises), concurrent ``run_many`` calls on one ``Sandbox`` from several threads
@@ -100,7 +101,7 @@ class Sandbox:
         cpus = [cpu for cpu, _ in self._cpus] + [None] * (workers - len(self._cpus))
         # The workers start in "/": they never learn the name of this folder (or of the
         # temporary directory it is in); see zygote.py. A restarted worker keeps its CPU.
-        self._workers = [Worker(dict(options, cpu=cpu), "/") for cpu in cpus]
+        self._workers = [Worker(options, "/", cpu) for cpu in cpus]
         self.restarts = 0  # workers replaced after dying or stalling
         self._finalizer = weakref.finalize(self, _cleanup, self._workers, self._tmp, self._pid,
                                            self._lock_fd, self._cpus)

@@ -358,11 +358,6 @@ def main(options: dict) -> None:
     for name in ("LD_BIND_NOW", "PYTHONHASHSEED"):  # read at start-up; programs see neither
         os.environ.pop(name, None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if options.get("cpu") is not None:  # leased by the parent (_leases.py); every process
-        try:                            # this worker starts inherits it
-            os.sched_setaffinity(0, {options["cpu"]})
-        except OSError:  # the parent's cpuset changed since: run where the scheduler says
-            pass
     req_fd, resp_fd = _high_fd(0), _high_fd(1)
     devnull = os.open("/dev/null", os.O_RDWR)  # lands on fd 0, freed just above
     os.dup2(devnull, 1)

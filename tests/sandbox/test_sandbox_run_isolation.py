@@ -351,7 +351,9 @@ BENIGN = [
     # a program whose answer reads its process's state: it must not depend on the history
     ("import os, sys, random\ndef transform(t):\n    return [[str(os.getpid()), str(os.getppid()),"
      " str(sys.getallocatedblocks()), str(sys.getrefcount(None)), str(random.random()),"
-     " str(hash('abc')), ','.join({'x', 'y', 'z', 'w'})]]\n", [["a"]]),
+     " str(hash('abc')), ','.join({'x', 'y', 'z', 'w'}),"
+     # small ints: a worker told its own number (a CPU to pin to) would hold one more of it
+     " ','.join(str(sys.getrefcount(i)) for i in range(4))]]\n", [["a"]]),
     ("import json\ndef transform(t):\n    raise ValueError(json.dumps(t))\n", [["q"]]),
 ]
 HOSTILE = [
