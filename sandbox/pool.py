@@ -36,7 +36,6 @@ import gc
 import json
 import keyword
 import os
-import re
 import select
 import shutil
 import tempfile
