@@ -12,9 +12,9 @@ the idlest CPU, so a run hops between CPUs: each hand-over is a wake-up by inter
 interrupt, and each copy-on-write fault of the child flushes the TLB of every CPU its address
 space has been on. A worker pinned to one CPU (the parent pins it before sending its boot
 frame, ``Worker.spawn``, so it forks nothing before and never learns the CPU) keeps all of that
-on one CPU: docs/sandbox.md has the
-figures. Pinning is safe only when the pinned CPUs are not everybody's: two processes that
-each pinned their worker 0 to CPU 0 would share it while other CPUs idle. So CPUs are leased,
+on one CPU: docs/sandbox.md has the figures. Pinning is safe only when the pinned CPUs are not
+everybody's: two processes that each pinned their worker 0 to CPU 0 would share it while other
+CPUs idle. So CPUs are leased,
 one lock file per CPU in the temporary directory (``sandbox-cpu-N.lock``): a worker is pinned
 only to a CPU whose lock its ``Sandbox`` took; when every allowed CPU is taken (more workers
 than CPUs, other sandboxes running) it runs wherever the scheduler puts it. Grades depend on
@@ -51,11 +51,11 @@ def make_folder(tmpdir: str) -> tuple[str, int]:
     return folder, fd
 
 
-def _lock_if_stale(folder: str) -> int | None:
-    """A descriptor holding ``folder``'s lock if it could be taken (the owner is gone), else
-    ``None``."""
+def _try_lock(path: str, flags: int = 0) -> int | None:
+    """A descriptor holding ``path``'s ``flock``, or ``None`` (held by a live owner, or not
+    there / not ours to open). Never follows a link."""
     try:
-        fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | flags, 0o644)
     except OSError:
         return None
     try:
@@ -64,6 +64,12 @@ def _lock_if_stale(folder: str) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def _lock_if_stale(folder: str) -> int | None:
+    """A descriptor holding ``folder``'s lock if it could be taken (the owner is gone), else
+    ``None``."""
+    return _try_lock(os.path.join(folder, LOCK_NAME))
 
 
 def _candidates(tmpdir: str) -> list[str]:
@@ -114,20 +120,6 @@ def remove_stale(tmpdir: str) -> None:
 
 # ----------------------------------------------------------------------------- CPUs
 
-def _lock(path: str) -> int | None:
-    """A descriptor holding ``path``'s lock, or ``None`` (held by another, or not ours to open)."""
-    try:  # never follows a link; readable by every user, so any user's sandbox can lock it
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
 def lease_cpus(count: int, tmpdir: str) -> list[tuple[int, int]]:
     """Up to ``count`` free CPUs of this process's allowed set, as ``(cpu, lock descriptor)``;
     close the descriptors to give them back."""
@@ -141,7 +133,8 @@ def lease_cpus(count: int, tmpdir: str) -> list[tuple[int, int]]:
     for cpu in allowed:
         if len(taken) == count:
             break
-        fd = _lock(os.path.join(tmpdir, f"sandbox-cpu-{cpu}.lock"))
+        # made if missing, readable by every user: any user's sandbox can take it
+        fd = _try_lock(os.path.join(tmpdir, f"sandbox-cpu-{cpu}.lock"), os.O_CREAT)
         if fd is not None:
             taken.append((cpu, fd))
     return taken

@@ -148,7 +148,7 @@ class Worker:
             try:
                 os.sched_setaffinity(proc.pid, {self.cpu})
             except OSError:  # the parent's cpuset changed since the lease: run unpinned
-                pass
+                self.cpu = None  # (and say so: Sandbox.cpus)
         try:
             _wire.write_all(self.proc.stdin.fileno(), self.boot)
         except OSError:
